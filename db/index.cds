@@ -1,0 +1,66 @@
+namespace plugin.data_pipeline;
+
+using { cuid } from '@sap/cds/common';
+
+/** Run mode stored on the tracker and on each run. */
+type ReplicationMode : String(20) enum { delta; full; }
+
+/** Lifecycle state of a pipeline and of a single run. */
+type RunStatus : String(10) enum { idle; running; failed; }
+
+/** What started a run; unknown values are whitelisted away to `manual`. */
+type RunTrigger : String(10) enum { manual; scheduled; external; event; }
+
+type Statistics {
+  created : Integer default 0;
+  updated : Integer default 0;
+  deleted : Integer default 0;
+}
+
+/** One row per registered pipeline: state, watermark, lease and cumulative statistics. */
+entity Pipelines {
+  key name        : String(255);
+      description : String(1000);
+      source      : LargeString;
+      target      : LargeString;
+      mode        : ReplicationMode;
+      enabled     : Boolean default true;
+      baseConfig  : LargeString;
+      overrides   : LargeString;
+      schedule    : String(255);
+      origin      : String(255);
+      lastSync    : Timestamp;
+      lastKey     : String(1000);
+      status      : RunStatus default 'idle';
+      errorCount  : Integer default 0;
+      lastError   : String(5000);
+      statistics  : Statistics;
+      runs        : Composition of many PipelineRuns on runs.pipeline = $self;
+      // Lease of the active run: who holds it and until when (renewed by a heartbeat).
+      leaseOwner  : String(100);
+      leaseUntil  : Timestamp;
+      currentRun  : UUID;
+      // Watermark reached by the committed batches of an unfinished (failed or killed) delta run;
+      // the next run resumes from it, so a restart re-reads at most the batch that was in flight.
+      checkpoint  : LargeString;
+}
+
+/** One row per run, successful or failed. */
+entity PipelineRuns : cuid {
+  pipeline   : Association to Pipelines;
+  status     : RunStatus;
+  startTime  : Timestamp;
+  endTime    : Timestamp;
+  trigger    : RunTrigger;
+  mode       : ReplicationMode;
+  error      : LargeString;
+  statistics : Statistics;
+}
+
+/**
+ * Mix into a target entity that several pipelines fill from different origins
+ * (multi-source fan-in): the `source` key column carries the pipeline's `source.origin`.
+ */
+aspect sourced {
+  key source : String(100) default '';
+}

@@ -1,0 +1,61 @@
+/**
+ * Field mapping between source and target. A target declared as a projection on the source
+ * entity (a consumption view, usually with `@cds.persistence.table`) contributes its renames
+ * and its column restriction; otherwise fields map by equal names.
+ */
+import { dataElementNames, type CsnColumn, type CsnEntity } from '../model/csn.js'
+import type { DataRecord } from '../engine/config.js'
+
+export interface FieldMapping {
+  source: string
+  target: string
+}
+
+function projectionOf(entity: CsnEntity): { from?: string; columns?: Array<CsnColumn | '*'> } | undefined {
+  const select = entity.query?.SELECT ?? entity.projection
+  if (!select) return undefined
+  const ref = select.from?.ref?.[0]
+  return { from: typeof ref === 'string' ? ref : ref?.id, columns: select.columns }
+}
+
+export function deriveMapping(target: CsnEntity | undefined, source: CsnEntity | undefined): FieldMapping[] | undefined {
+  if (!target) return undefined
+  const targetNames = dataElementNames(target)
+  const projection = projectionOf(target)
+  if (projection?.from && (!source || projection.from === source.name) && projection.columns) {
+    const sourceNames = source ? new Set(dataElementNames(source)) : undefined
+    const mapping: FieldMapping[] = []
+    for (const column of projection.columns) {
+      if (column === '*') {
+        for (const name of source ? dataElementNames(source) : targetNames)
+          if (targetNames.includes(name) && !mapping.some(m => m.target === name)) mapping.push({ source: name, target: name })
+        continue
+      }
+      const ref = column.ref
+      if (!ref || ref.length !== 1) continue // expressions and paths are not copied
+      const targetName = column.as ?? ref[0]
+      if (!targetNames.includes(targetName) || (sourceNames && !sourceNames.has(ref[0]))) continue
+      const existing = mapping.findIndex(m => m.target === targetName)
+      if (existing >= 0) mapping.splice(existing, 1)
+      mapping.push({ source: ref[0], target: targetName })
+    }
+    return mapping
+  }
+  const sourceNames = source ? new Set(dataElementNames(source)) : undefined
+  return targetNames.filter(name => !sourceNames || sourceNames.has(name)).map(name => ({ source: name, target: name }))
+}
+
+/** The default `PIPELINE.MAP`: renames per mapping, drops fields the target does not have. */
+export function applyMapping(records: DataRecord[], mapping: FieldMapping[] | undefined): DataRecord[] {
+  if (!mapping) return records.map(record => ({ ...record }))
+  return records.map(record => {
+    const out: DataRecord = {}
+    for (const { source, target } of mapping) if (source in record) out[target] = record[source]
+    return out
+  })
+}
+
+/** Source name of a target field (or the field itself when unmapped). */
+export function sourceNameOf(mapping: FieldMapping[] | undefined, target: string): string {
+  return mapping?.find(m => m.target === target)?.source ?? target
+}

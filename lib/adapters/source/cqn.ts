@@ -1,0 +1,76 @@
+/**
+ * CQN source: in-process services and database bindings. Entity-shape reads page with
+ * keyset continuation in key (or watermark) order; query-shape reads run the pipeline's
+ * `source.query` and page its result in a stable order.
+ */
+import { BaseSourceAdapter } from './base.js'
+import { pagesOf } from './pager.js'
+import { fromSlice, matches, toCqn } from '../predicate.js'
+import { deltaPlan, readSegments, type DeltaPlan } from '../../engine/watermark.js'
+import { withRetry } from '../../engine/retry.js'
+import { PipelineError } from '../../engine/errors.js'
+import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
+import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
+import type { DataRecord } from '../../engine/config.js'
+import type { TrackerState } from '../types.js'
+
+export class CqnSourceAdapter extends BaseSourceAdapter {
+  protected service?: QueryRunner
+  protected entity?: CsnEntity
+  /** Source columns the target needs; set by the engine from the mapping. */
+  columns?: string[]
+  /** Output keys used to order query-shape pages; set by the engine from the target. */
+  orderKeys?: string[]
+
+  override async prepare(): Promise<void> {
+    const { service, entity } = this.pipeline.config.source
+    this.service = await connect(service ?? 'db')
+    if (entity) {
+      this.entity = findEntity(entity) ?? (service ? findEntity(`${service}.${entity}`) : undefined)
+      if (!this.entity) throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: source.entity '${entity}' is not in the model`, { target: 'source.entity' })
+    }
+  }
+
+  sourceEntity(): CsnEntity | undefined {
+    return this.entity
+  }
+
+  override watermarkPlan(): DeltaPlan {
+    return this.entity ? deltaPlan(this.pipeline, dataElementNames(this.entity), keyNames(this.entity)) : super.watermarkPlan()
+  }
+
+  readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
+    return this.pipeline.config.source.query ? this.readQuery(tracker) : this.readEntity(tracker)
+  }
+
+  private async *readEntity(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
+    const entity = this.entity!
+    const keys = keyNames(entity)
+    const segments = readSegments(this.watermarkPlan(), tracker, keys)
+    const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order)])] : dataElementNames(entity)
+    const exact = isDatabaseService(this.service)
+    yield* pagesOf(segments, this.batchSize, request => withRetry(async () => {
+      const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
+      if (request.filter) query.where(toCqn(request.filter))
+      const records = (await this.service!.run(query)) as DataRecord[]
+      return { records, exact }
+    }, this.pipeline.retry))
+  }
+
+  private async *readQuery(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
+    const factory = this.pipeline.config.source.query!
+    const slice = tracker.slice ? fromSlice(tracker.slice) : undefined
+    for (let offset = 0; ; offset += this.batchSize) {
+      const query = factory({ mode: tracker.mode, slice: tracker.slice }) as Query
+      if (!query || typeof query !== 'object' || !('SELECT' in query))
+        throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.query must return a CQN SELECT', { target: 'source.query' })
+      if (!query.SELECT?.orderBy?.length && this.orderKeys?.length) query.orderBy(...this.orderKeys)
+      query.limit(this.batchSize, offset)
+      const rows = (await withRetry(() => this.service!.run(query), this.pipeline.retry)) as DataRecord[]
+      // a query that ignores the slice must not write outside it
+      const records = slice ? rows.filter(row => matches(row, slice)) : rows
+      if (records.length) yield records
+      if (rows.length < this.batchSize) break
+    }
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Ordered, stable paging shared by the OData and CQN sources: keyset continuation
+ * (`after the last row`) instead of deep `$skip`, server-driven paging when the server
+ * offers a next link, and an end detected by an empty page or by the first page's count.
+ */
+import type { DataRecord } from '../../engine/config.js'
+import type { ReadSegment } from '../../engine/watermark.js'
+import { after, and, type Predicate } from '../predicate.js'
+
+export interface PageRequest {
+  filter?: Predicate
+  order: string[]
+  top: number
+  /** Ask for the total count of the segment (first page only). */
+  count: boolean
+  /** Server-driven paging: the link the previous page returned. */
+  nextLink?: string
+}
+
+export interface PageResult {
+  records: DataRecord[]
+  /** Total rows matching the segment's filter, when the server reports it. */
+  count?: number
+  nextLink?: string
+  /** The source never returns fewer rows than asked unless it has no more (databases). */
+  exact?: boolean
+}
+
+export async function* pagesOf(
+  segments: ReadSegment[],
+  top: number,
+  fetchPage: (request: PageRequest) => Promise<PageResult>,
+): AsyncGenerator<DataRecord[]> {
+  for (const segment of segments) {
+    let last: DataRecord | undefined
+    let nextLink: string | undefined
+    let total: number | undefined
+    let received = 0
+    for (let first = true; ; first = false) {
+      const result = await fetchPage(nextLink
+        ? { nextLink, order: segment.order, top, count: false }
+        : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: first })
+      if (first && typeof result.count === 'number') total = result.count
+      const { records } = result
+      if (records.length === 0) break
+      yield records
+      received += records.length
+      last = records[records.length - 1]
+      nextLink = result.nextLink
+      if (nextLink) continue
+      if (total !== undefined && received >= total) break
+      if (result.exact && records.length < top) break
+    }
+  }
+}

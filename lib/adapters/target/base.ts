@@ -1,0 +1,33 @@
+import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../engine/config.js'
+import type { AdapterContext, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
+
+/**
+ * Base of every target adapter. The engine calls `truncate` / `deleteSlice` and `writeBatch`
+ * inside the run's database transaction where the target is the database.
+ */
+export abstract class BaseTargetAdapter {
+  readonly pipeline: ResolvedPipeline
+
+  constructor(context: AdapterContext) {
+    this.pipeline = context.pipeline
+  }
+
+  abstract capabilities(): TargetCapabilities
+
+  /** Writes one batch (target field names) and tells what happened. */
+  abstract writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics>
+
+  /** Deletes all rows this pipeline owns (all rows, or those of its origin); returns the count. */
+  abstract truncate(context: WriteContext): Promise<number>
+
+  /** Deletes the rows matching the predicate; returns the count. */
+  abstract deleteSlice(predicate: SlicePredicate, context: WriteContext): Promise<number>
+
+  /** Called once before writing; resolve models, connect services. */
+  async prepare(): Promise<void> {}
+
+  /** Target element names (for the default mapping); undefined when unknown. */
+  elementNames(): string[] | undefined {
+    return undefined
+  }
+}

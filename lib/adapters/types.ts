@@ -1,0 +1,49 @@
+/** Contracts between the engine and its adapters. */
+import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../engine/config.js'
+import type { BaseSourceAdapter } from './source/base.js'
+import type { BaseTargetAdapter } from './target/base.js'
+
+/** What a source adapter needs to know of the tracker to read incrementally. */
+export interface TrackerState {
+  name: string
+  /** The mode of the run being executed. */
+  mode: 'full' | 'delta' | 'partial-refresh'
+  /** Timestamp / datetime-fields watermark (ISO, UTC) of the last successful run. */
+  lastSync: string | null
+  /** Key watermark of the last successful run. */
+  lastKey: string | null
+  /** For `partial-refresh`: the slice being rebuilt. */
+  slice?: SlicePredicate
+}
+
+export interface TargetCapabilities {
+  /** Upsert by key: re-writing a record updates it instead of duplicating it. */
+  keyAddressableUpsert: boolean
+  /** Delete everything (or everything of one origin). */
+  truncate: boolean
+  /** Delete the rows matching a predicate. */
+  batchDelete: boolean
+  /** Insert many rows at once. */
+  batchInsert: boolean
+}
+
+export interface WriteStatistics {
+  created: number
+  updated: number
+  deleted: number
+}
+
+export interface WriteContext {
+  runId: string
+  mode: 'full' | 'delta' | 'partial-refresh'
+  batchIndex: number
+}
+
+export interface AdapterContext {
+  pipeline: ResolvedPipeline
+}
+
+export type SourceAdapterClass = new (context: AdapterContext) => BaseSourceAdapter
+export type TargetAdapterClass = new (context: AdapterContext) => BaseTargetAdapter
+
+export type { DataRecord }

@@ -1,0 +1,262 @@
+/**
+ * Pipeline definitions: the shape users pass to `addPipeline`, the rules that infer
+ * behaviour from that shape, validation with errors naming the offending key, and the
+ * serialisation written to the tracker.
+ */
+import {
+  DEFAULTS, DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES,
+  type DeltaMode, type ReplicationMode, type TransactionScope,
+} from '../constants.js'
+import { invalidConfig } from './errors.js'
+import { parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
+import type { SourceAdapterClass, TargetAdapterClass } from '../adapters/types.js'
+
+/** A record as read from a source or written to a target. */
+export type DataRecord = Record<string, unknown>
+
+/** A CQN-style predicate object, e.g. `{ year: 2026 }` or `{ day: { '>=': '2026-01-01' } }`. */
+export type SlicePredicate = Record<string, unknown>
+
+export interface QueryContext {
+  /** The run mode being executed. */
+  mode: string
+  /** For `partial-refresh`: the slice being rebuilt; the query may narrow itself to it. */
+  slice?: SlicePredicate
+}
+
+/** Returns the CQN SELECT of a query-shape pipeline. */
+export type QueryFactory = (context: QueryContext) => object
+
+export interface SourceConfig {
+  /** Name of the source service binding (`cds.requires.<service>`); `db` for the local database. */
+  service?: string
+  /** Entity-shape source: the entity (or REST collection) read in batches. */
+  entity?: string
+  /** Query-shape source: returns a CQN SELECT producing the rows of a derived snapshot. */
+  query?: QueryFactory
+  /** Explicit adapter routing: `odata`, `odata-v2`, `rest`, `cqn`, or a registered kind. */
+  kind?: string
+  /** Custom adapter class extending `BaseSourceAdapter`. */
+  adapter?: SourceAdapterClass
+  /** Multi-source fan-in label stamped into the target's `source` key column. */
+  origin?: string
+  /** Records per batch (default 1000). */
+  batchSize?: number
+}
+
+export interface TargetConfig {
+  /** `db` or unset: the database target. */
+  service?: string
+  entity?: string
+  kind?: 'odata' | 'odata-v2'
+  adapter?: TargetAdapterClass
+}
+
+export interface DeltaConfig {
+  mode?: DeltaMode
+  /** Field carrying the modification watermark (timestamp mode) or the ascending key (key mode). */
+  field?: string
+  /** `datetime-fields` mode: the date part (Edm.Date / `cds.Date`). */
+  dateField?: string
+  /** `datetime-fields` mode: the time part (Edm.TimeOfDay / `cds.Time`), interpreted as UTC. */
+  timeField?: string
+}
+
+export interface RetryConfig {
+  /** Retries after the first attempt; 0 disables retry. Default 3. */
+  maxRetries?: number
+  /** First backoff in ms (doubles each attempt, full jitter). Default 500. */
+  baseDelay?: number
+  maxDelay?: number
+}
+
+export interface RefreshConfig {
+  /** `partial-refresh`: the target rows matching this predicate are deleted and rebuilt in one transaction. */
+  slice?: SlicePredicate | (() => SlicePredicate)
+}
+
+export interface PipelineConfig {
+  name: string
+  description?: string
+  source: SourceConfig
+  target: TargetConfig
+  mode?: ReplicationMode
+  delta?: DeltaConfig
+  /** REST source settings (issue: REST adapter). */
+  rest?: Record<string, unknown>
+  schedule?: ScheduleInput
+  enabled?: boolean
+  retry?: RetryConfig
+  /** Transaction scope of writes: `batch` (default for delta) or `run`. Full refreshes always run in one transaction. */
+  transaction?: TransactionScope
+  refresh?: RefreshConfig
+  /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
+  leaseDuration?: number
+}
+
+/** What the engine derives from a config: the shape and effective settings. */
+export interface ResolvedPipeline {
+  name: string
+  config: PipelineConfig
+  shape: 'entity' | 'query'
+  mode: ReplicationMode
+  delta?: Required<Pick<DeltaConfig, 'mode'>> & DeltaConfig
+  batchSize: number
+  schedule?: ScheduleSpec
+  enabled: boolean
+  transaction: TransactionScope
+  retry: Required<RetryConfig>
+  leaseDuration: number
+}
+
+const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
+const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+/** Same check without narrowing, for typed config parts. */
+const isObject = (value: unknown): boolean => isPlainObject(value)
+
+/**
+ * Validates a config and infers its behaviour. Throws a `PipelineError` (INVALID_CONFIG)
+ * naming the first offending key.
+ */
+export interface ResolveOptions {
+  /** Extra source kinds registered under `cds.requires.kinds`. */
+  knownKinds?: Iterable<string>
+  /** The configured kind of a required service, if any. */
+  serviceKind?: (service: string) => string | undefined
+}
+
+export function resolvePipeline(config: PipelineConfig, options: ResolveOptions = {}): ResolvedPipeline {
+  if (!isObject(config)) throw invalidConfig('config', 'must be an object')
+  const { name, source, target } = config
+  if (typeof name !== 'string' || !name.trim()) throw invalidConfig('name', 'is required and must be a non-empty string')
+  if (!isObject(source)) throw invalidConfig('source', 'is required and must be an object')
+  if (target !== undefined && !isObject(target)) throw invalidConfig('target', 'must be an object')
+  const tgt: TargetConfig = target ?? {}
+
+  const hasRestPath = typeof config.rest?.path === 'string'
+  if (source.entity !== undefined && source.query !== undefined)
+    throw invalidConfig('source.query', 'cannot be combined with source.entity: use source.entity for replication or source.query for a derived snapshot')
+  if (source.query !== undefined && typeof source.query !== 'function')
+    throw invalidConfig('source.query', 'must be a function returning a CQN SELECT')
+  if (source.entity !== undefined && (typeof source.entity !== 'string' || !source.entity))
+    throw invalidConfig('source.entity', 'must be a non-empty string')
+  if (source.entity === undefined && source.query === undefined && !hasRestPath && !source.adapter)
+    throw invalidConfig('source.entity', 'is required (or source.query for a query-shape pipeline, or rest.path for a REST source)')
+  const shape: ResolvedPipeline['shape'] = source.query ? 'query' : 'entity'
+
+  const kinds = new Set([...KNOWN_SOURCE_KINDS, ...(options.knownKinds ?? [])])
+  if (source.kind !== undefined && (typeof source.kind !== 'string' || !kinds.has(source.kind)))
+    throw invalidConfig('source.kind', `'${String(source.kind)}' is unknown; expected one of ${[...kinds].join(', ')} or a custom source.adapter`)
+  if (source.adapter !== undefined && typeof source.adapter !== 'function')
+    throw invalidConfig('source.adapter', 'must be a class extending BaseSourceAdapter')
+  if (source.kind === 'rest' && source.query) throw invalidConfig('source.query', 'is not supported by the REST source (replicate only)')
+  if (source.origin !== undefined) {
+    if (typeof source.origin !== 'string' || !source.origin) throw invalidConfig('source.origin', 'must be a non-empty string')
+    if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
+  }
+  const batchSize = source.batchSize ?? DEFAULTS.batchSize
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000)
+    throw invalidConfig('source.batchSize', 'must be an integer between 1 and 100000')
+
+  if (tgt.adapter !== undefined && typeof tgt.adapter !== 'function')
+    throw invalidConfig('target.adapter', 'must be a class extending BaseTargetAdapter')
+  if (tgt.kind !== undefined && tgt.kind !== 'odata' && tgt.kind !== 'odata-v2')
+    throw invalidConfig('target.kind', `'${String(tgt.kind)}' is unknown; expected odata or odata-v2`)
+  if (!tgt.adapter && (typeof tgt.entity !== 'string' || !tgt.entity))
+    throw invalidConfig('target.entity', 'is required unless a custom target.adapter is given')
+  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
+    throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2) or a custom target.adapter`)
+
+  if (config.mode !== undefined && !(REPLICATION_MODES as readonly string[]).includes(config.mode))
+    throw invalidConfig('mode', `'${String(config.mode)}' is invalid; expected one of ${REPLICATION_MODES.join(', ')}`)
+  const mode: ReplicationMode = config.mode ?? (shape === 'query' ? 'full' : 'delta')
+  if (shape === 'query' && mode === 'delta')
+    throw invalidConfig('mode', "'delta' is not possible with source.query: a derived snapshot has no watermark; use 'full' (or partial-refresh per run)")
+
+  let delta: ResolvedPipeline['delta']
+  if (config.delta !== undefined) {
+    if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
+    if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
+    const deltaMode = config.delta.mode ?? 'timestamp'
+    if (!(DELTA_MODES as readonly string[]).includes(deltaMode))
+      throw invalidConfig('delta.mode', `'${String(deltaMode)}' is invalid; expected one of ${DELTA_MODES.join(', ')}`)
+    if (deltaMode === 'datetime-fields') {
+      if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
+      if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
+    } else if (config.delta.field !== undefined && (typeof config.delta.field !== 'string' || !config.delta.field)) {
+      throw invalidConfig('delta.field', 'must be a non-empty string')
+    }
+    delta = { ...config.delta, mode: deltaMode }
+  }
+
+  const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')
+  if (config.enabled !== undefined && typeof config.enabled !== 'boolean') throw invalidConfig('enabled', 'must be a boolean')
+  if (config.transaction !== undefined && !(TRANSACTION_SCOPES as readonly string[]).includes(config.transaction))
+    throw invalidConfig('transaction', `'${String(config.transaction)}' is invalid; expected batch or run`)
+  if (config.description !== undefined && typeof config.description !== 'string') throw invalidConfig('description', 'must be a string')
+
+  const retry = config.retry ?? {}
+  if (!isObject(retry)) throw invalidConfig('retry', 'must be an object')
+  for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) {
+    const value = retry[key]
+    if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw invalidConfig(`retry.${key}`, 'must be a non-negative integer')
+  }
+  if (config.refresh?.slice !== undefined && shape !== 'query')
+    throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
+  const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
+  if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
+
+  return {
+    name,
+    config: { ...config, target: tgt },
+    shape,
+    mode,
+    delta,
+    batchSize,
+    schedule,
+    enabled: config.enabled ?? true,
+    transaction: config.transaction ?? 'batch',
+    retry: {
+      maxRetries: retry.maxRetries ?? DEFAULTS.maxRetries,
+      baseDelay: retry.baseDelay ?? DEFAULTS.retryBaseDelay,
+      maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
+    },
+    leaseDuration,
+  }
+}
+
+/** Keys whose values are never written to the tracker, the API or logs. */
+const SECRET_KEY = /(password|secret|token|authorization|api[-_]?key|credentials|headers|cookie)/i
+
+/**
+ * JSON-safe copy of a config part: functions become `[Function]`, classes `[Function]`,
+ * secret-looking keys are dropped.
+ */
+export function serializable(value: unknown, depth = 0): unknown {
+  if (typeof value === 'function') return '[Function]'
+  if (value === undefined || value === null || typeof value !== 'object') return value ?? null
+  if (depth > 8) return '[Object]'
+  if (Array.isArray(value)) return value.map(each => serializable(each, depth + 1))
+  const out: Record<string, unknown> = {}
+  for (const [key, each] of Object.entries(value)) {
+    if (SECRET_KEY.test(key) || each === undefined) continue
+    out[key] = serializable(each, depth + 1)
+  }
+  return out
+}
+
+/** Stable string of the serializable part of a config, used to detect duplicate names with different configs. */
+export function configFingerprint(config: PipelineConfig): string {
+  return stableStringify(serializable({ ...config, description: undefined }))
+}
+
+export function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`
+  if (isPlainObject(value)) return `{${Object.keys(value).sort().map(k => `${JSON.stringify(k)}:${stableStringify(value[k])}`).join(',')}}`
+  return JSON.stringify(value) ?? 'null'
+}
+
+export { isPlainObject }

@@ -1,0 +1,60 @@
+/**
+ * Retry with exponential backoff and full jitter. 4xx responses are final except
+ * 408 and 429; a 429's `Retry-After` header is honoured.
+ */
+import type { RetryConfig } from './config.js'
+
+export interface HttpLikeError {
+  status?: number
+  statusCode?: number
+  retryAfter?: number
+  message?: string
+}
+
+/** HTTP status of an error thrown by CAP remote services, fetch wrappers or our adapters. */
+export function statusOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const e = error as Record<string, any>
+  // CAP remote services wrap the remote status into `reason` and report 502 themselves
+  const candidates = [e.reason?.response?.status, e.reason?.status, e.response?.status, e.status, e.statusCode, e.cause?.status]
+  return candidates.find(value => typeof value === 'number' && value >= 100 && value < 600)
+}
+
+/** `Retry-After` in ms, if the error carries one (seconds or HTTP date). */
+export function retryAfterOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const e = error as Record<string, any>
+  if (typeof e.retryAfter === 'number') return e.retryAfter
+  const headers = e.reason?.response?.headers ?? e.response?.headers
+  const value = typeof headers?.get === 'function' ? headers.get('retry-after') : headers?.['retry-after'] ?? headers?.['Retry-After']
+  if (value === undefined || value === null) return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const date = Date.parse(String(value))
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+export function isRetryable(error: unknown): boolean {
+  const status = statusOf(error)
+  if (status === undefined) return true // network failures, resets, timeouts
+  if (status === 408 || status === 429) return true
+  return status >= 500
+}
+
+export async function withRetry<T>(
+  operation: (attempt: number) => Promise<T>,
+  retry: Required<RetryConfig>,
+  onRetry?: (error: unknown, attempt: number, delay: number) => void,
+): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await operation(attempt)
+    } catch (error) {
+      if (attempt >= retry.maxRetries || !isRetryable(error)) throw error
+      const backoff = Math.min(retry.maxDelay, retry.baseDelay * 2 ** attempt)
+      const delay = retryAfterOf(error) ?? Math.round(backoff / 2 + Math.random() * (backoff / 2))
+      onRetry?.(error, attempt + 1, delay)
+      await new Promise(resolve => setTimeout(resolve, delay))
+    }
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * The run state machine: guard → START → READ → (MAP → WRITE) per batch → DONE, with the
+ * lease heartbeat, per-batch (or per-run) transactions, checkpoints and the final tracker
+ * update. One `PipelineRun` object lives for one execution.
+ */
+import cds from '@sap/cds'
+import { randomUUID } from 'node:crypto'
+import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
+import { PipelineError } from './errors.js'
+import { Tracker, type PipelineRow } from './tracker.js'
+import { WatermarkTracker, type Watermark } from './watermark.js'
+import { serializable, type DataRecord, type ResolvedPipeline, type SlicePredicate } from './config.js'
+import { ORIGIN_COLUMN } from '../adapters/target/db.js'
+import { connect, type QueryRunner } from '../model/ql.js'
+import type { BaseSourceAdapter } from '../adapters/source/base.js'
+import type { BaseTargetAdapter } from '../adapters/target/base.js'
+import type { FieldMapping } from '../adapters/mapping.js'
+import type { TrackerState, WriteStatistics } from '../adapters/types.js'
+
+const LOG = cds.log(LOGGER.engine)
+
+export interface RunOutcome {
+  runId: string
+  status: 'completed' | 'failed'
+  statistics: WriteStatistics
+}
+
+/** What the engine keeps of a prepared pipeline between runs. */
+export interface PreparedPipeline {
+  pipeline: ResolvedPipeline
+  source: BaseSourceAdapter
+  target: BaseTargetAdapter
+  mapping?: FieldMapping[]
+}
+
+/** Dispatches a pipeline event as a CAP request, so `before/on/after(event, pipeline, fn)` apply. */
+export type EventDispatcher = (event: string, pipeline: string, data: Record<string, unknown>) => Promise<Record<string, unknown>>
+
+export interface RunRequest {
+  mode: RunMode
+  trigger: RunTrigger
+}
+
+/** Running totals of active runs in this process, for progress views of per-run transactions. */
+export const liveStatistics = new Map<string, WriteStatistics>()
+
+interface Checkpoint extends Watermark {
+  runId: string
+}
+
+export class PipelineRun {
+  readonly runId = randomUUID()
+  readonly statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
+  private readonly startTime = new Date()
+  private heartbeat?: NodeJS.Timeout
+  private leaseLost = false
+
+  constructor(
+    private readonly prepared: PreparedPipeline,
+    private readonly request: RunRequest,
+    private readonly tracker: Tracker,
+    private readonly dispatch: EventDispatcher,
+  ) {}
+
+  get name(): string {
+    return this.prepared.pipeline.name
+  }
+
+  /** Guard and history row; throws PIPELINE_RUNNING when another run holds the pipeline. */
+  async begin(): Promise<void> {
+    const { pipeline } = this.prepared
+    const { staleRun } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration)
+    if (staleRun) {
+      LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closing it as failed`)
+      await this.tracker.closeStaleRun(this.name, staleRun)
+    }
+    await this.tracker.startRun({
+      ID: this.runId, pipeline: this.name, trigger: this.request.trigger,
+      mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
+    })
+    this.heartbeat = setInterval(() => this.renewLease(), Math.max(200, Math.floor(pipeline.leaseDuration / 3)))
+    this.heartbeat.unref()
+  }
+
+  private renewLease(): void {
+    this.tracker.renew(this.name, this.runId, this.prepared.pipeline.leaseDuration).then(
+      held => { if (!held) this.leaseLost = true },
+      error => LOG.warn(`pipeline '${this.name}': lease renewal failed: ${(error as Error).message}`),
+    )
+  }
+
+  /** Executes the run after `begin()`; never throws: failures are recorded and reported. */
+  async execute(): Promise<RunOutcome> {
+    const { runId, name, request } = this
+    liveStatistics.set(runId, this.statistics)
+    try {
+      const row = (await this.tracker.read(name)) as PipelineRow
+      const watermark = await this.transfer(row)
+      const endTime = new Date()
+      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics })
+      if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
+      LOG.info(`pipeline '${name}' ${request.mode} run completed: ${this.statistics.created} created, ${this.statistics.updated} updated, ${this.statistics.deleted} deleted`)
+      await this.done('completed', endTime)
+      return { runId, status: 'completed', statistics: { ...this.statistics } }
+    } catch (error) {
+      const failure = describeError(error)
+      LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed: ${failure.message}`)
+      await this.tracker.finishFailure(name, runId, failure, this.statistics).catch(e => LOG.error('could not record the failed run', e))
+      await this.done('failed', new Date(), failure)
+      throw error
+    } finally {
+      clearInterval(this.heartbeat)
+      liveStatistics.delete(runId)
+    }
+  }
+
+  private async done(status: 'completed' | 'failed', endTime: Date, error?: { message: string }): Promise<void> {
+    const data = {
+      runId: this.runId, status, mode: this.request.mode, trigger: this.request.trigger,
+      startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: { ...this.statistics }, error,
+    }
+    // a failing DONE handler must not turn a completed run into a failed one
+    await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed`, e))
+  }
+
+  /** START, READ, batches; returns the watermark to store. */
+  private async transfer(row: PipelineRow): Promise<Watermark> {
+    const { pipeline, source, target } = this.prepared
+    const { runId, request } = this
+    const trackerState = this.trackerState(row)
+    await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
+    const read = await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: undefined })
+    const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
+    if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
+      throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
+
+    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime)
+    const atomic = request.mode !== 'delta' || pipeline.transaction === 'run'
+    const db = await connect('db')
+    const context = { runId, mode: request.mode, batchIndex: 0 }
+
+    const body = async () => {
+      if (request.mode === 'full') this.statistics.deleted += await target.truncate(context)
+      if (request.mode === 'partial-refresh') this.statistics.deleted += await target.deleteSlice(trackerState.slice!, context)
+      let batchIndex = 0
+      for await (const batch of prefetch(stream)) {
+        if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
+        watermark.observe(batch)
+        const index = batchIndex++
+        const writeBatch = async (tx?: QueryRunner) => {
+          const mapped = await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
+          const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
+          if (!records.length) return
+          const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
+          addStatistics(this.statistics, written.statistics as Partial<WriteStatistics> | undefined)
+          if (tx) {
+            await this.tracker.progress(runId, this.statistics, tx)
+            const checkpoint: Checkpoint = { runId, ...watermark.result() }
+            await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
+          }
+        }
+        if (atomic) await writeBatch()
+        else await db.tx(tx => writeBatch(tx))
+      }
+    }
+    if (atomic) await db.tx(() => body())
+    else await body()
+    return watermark.result()
+  }
+
+  /** The tracker state handed to the source: resumes from a checkpoint left by an unfinished run. */
+  private trackerState(row: PipelineRow): TrackerState {
+    const { pipeline } = this.prepared
+    let { lastSync, lastKey } = row
+    if (this.request.mode === 'delta' && row.checkpoint) {
+      try {
+        const checkpoint = JSON.parse(row.checkpoint) as Checkpoint
+        if (checkpoint.lastSync && (!lastSync || Date.parse(checkpoint.lastSync) > Date.parse(lastSync))) lastSync = checkpoint.lastSync
+        if (checkpoint.lastKey !== null && checkpoint.lastKey !== undefined) lastKey = checkpoint.lastKey
+      } catch {
+        LOG.warn(`pipeline '${this.name}': ignoring an unreadable checkpoint`)
+      }
+    }
+    const state: TrackerState = { name: this.name, mode: this.request.mode, lastSync: toIso(lastSync), lastKey }
+    if (this.request.mode === 'partial-refresh') state.slice = resolveSlice(pipeline)
+    return state
+  }
+}
+
+function resolveSlice(pipeline: ResolvedPipeline): SlicePredicate {
+  const slice = pipeline.config.refresh?.slice
+  const value = typeof slice === 'function' ? slice() : slice
+  if (!value || typeof value !== 'object' || !Object.keys(value).length)
+    throw new PipelineError('INVALID_PARAMETER', `partial-refresh needs refresh.slice on pipeline '${pipeline.name}' (the predicate of the rows to rebuild)`, { target: 'refresh.slice' })
+  return value
+}
+
+function toIso(value: string | null): string | null {
+  if (!value) return null
+  const time = Date.parse(value)
+  return Number.isNaN(time) ? value : new Date(time).toISOString()
+}
+
+function stampOrigin(records: DataRecord[] | undefined, origin: string | undefined): DataRecord[] {
+  const list = Array.isArray(records) ? records : []
+  if (origin === undefined) return list
+  for (const record of list) record[ORIGIN_COLUMN] = origin
+  return list
+}
+
+function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> | undefined): void {
+  if (!delta) return
+  total.created += Number(delta.created ?? 0)
+  total.updated += Number(delta.updated ?? 0)
+  total.deleted += Number(delta.deleted ?? 0)
+}
+
+/** The error JSON stored on failed runs: code, status and message, never request headers. */
+export function describeError(error: unknown): { code?: string; status?: number; message: string } {
+  if (error instanceof PipelineError) return { code: error.code, status: error.status, message: error.message }
+  const e = error as { code?: unknown; message?: unknown; reason?: { response?: { status?: number } }; status?: number }
+  const status = e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined)
+  return {
+    code: typeof e?.code === 'string' ? e.code : undefined,
+    status,
+    message: typeof e?.message === 'string' ? e.message : String(error),
+  }
+}
+
+/**
+ * Reads the next batch while the current one is mapped and written, so source latency and
+ * target latency overlap instead of adding up.
+ */
+export async function* prefetch<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  const iterator = source[Symbol.asyncIterator]()
+  let pending = iterator.next()
+  let finished = false
+  try {
+    for (;;) {
+      const result = await pending
+      if (result.done) {
+        finished = true
+        return
+      }
+      pending = iterator.next()
+      pending.catch(() => undefined) // surfaced when awaited; avoids an unhandled rejection if we stop early
+      yield result.value
+    }
+  } finally {
+    if (!finished) await pending.then(() => iterator.return?.(), () => undefined)
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The tracker tables: registration rows, the run guard (one conditional UPDATE plus a lease
+ * renewed by a heartbeat), run history rows and cumulative statistics.
+ *
+ * Every method runs in its own root transaction, so guard decisions are visible to other
+ * triggers and instances at once, whatever transaction the caller is in.
+ */
+import { hostname } from 'node:os'
+import { randomUUID } from 'node:crypto'
+import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
+import { PipelineError } from './errors.js'
+import { toCqn, type Predicate } from '../adapters/predicate.js'
+import { connect, ql, type QueryRunner } from '../model/ql.js'
+import type { WriteStatistics } from '../adapters/types.js'
+
+/** The tracker row as stored (structured `statistics` flattened by CAP). */
+export interface PipelineRow {
+  name: string
+  description: string | null
+  source: string | null
+  target: string | null
+  mode: ReplicationMode | null
+  enabled: boolean | null
+  baseConfig: string | null
+  overrides: string | null
+  schedule: string | null
+  origin: string | null
+  lastSync: string | null
+  lastKey: string | null
+  status: RunStatus | null
+  errorCount: number | null
+  lastError: string | null
+  statistics_created: number | null
+  statistics_updated: number | null
+  statistics_deleted: number | null
+  leaseOwner: string | null
+  leaseUntil: string | null
+  currentRun: string | null
+  checkpoint: string | null
+}
+
+export interface RegistrationRow {
+  name: string
+  description: string | null
+  source: string
+  target: string
+  mode: ReplicationMode
+  baseConfig: string
+  schedule: string | null
+  origin: string | null
+}
+
+/** Identifies this process as lease holder. */
+export const LEASE_OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+
+const MISSING_TABLE = /no such table|does not exist|invalid table name|not found/i
+
+export function whitelistTrigger(trigger: unknown): RunTrigger {
+  return (RUN_TRIGGERS as readonly unknown[]).includes(trigger) ? (trigger as RunTrigger) : 'manual'
+}
+
+export function truncateText(text: string, length: number = DEFAULTS.lastErrorLength): string {
+  return text.length <= length ? text : `${text.slice(0, length - 1)}…`
+}
+
+export class Tracker {
+  private dbPromise?: Promise<QueryRunner>
+
+  private db(): Promise<QueryRunner> {
+    return (this.dbPromise ??= connect('db'))
+  }
+
+  /** Runs `fn` in a fresh root transaction and turns a missing tracker table into a named error. */
+  private async tx<T>(fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    const db = await this.db()
+    try {
+      return await db.tx(fn)
+    } catch (error) {
+      throw asTrackerError(error)
+    }
+  }
+
+  async read(name: string): Promise<PipelineRow | undefined> {
+    return this.tx(async tx => (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow | undefined)
+  }
+
+  async readAll(): Promise<PipelineRow[]> {
+    return this.tx(async tx => (await tx.run(ql.SELECT.from(PIPELINES_ENTITY))) as PipelineRow[])
+  }
+
+  /** Inserts or refreshes the registration; state, watermarks and overrides are kept. */
+  async register(row: RegistrationRow, enabledDefault: boolean): Promise<PipelineRow> {
+    return this.tx(async tx => {
+      const existing = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name: row.name }))) as PipelineRow | undefined
+      if (existing) {
+        await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ ...row }).where({ name: row.name }))
+        return { ...existing, ...row }
+      }
+      const fresh = { ...row, enabled: enabledDefault, status: 'idle', errorCount: 0, statistics_created: 0, statistics_updated: 0, statistics_deleted: 0 }
+      await tx.run(ql.INSERT.into(PIPELINES_ENTITY).entries([fresh]))
+      return (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name: row.name }))) as PipelineRow
+    })
+  }
+
+  async update(name: string, data: Partial<PipelineRow>): Promise<void> {
+    await this.tx(tx => tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set(data).where({ name })))
+  }
+
+  /**
+   * The guard: one conditional UPDATE that succeeds only while no live run holds the lease.
+   * A `running` row whose lease expired belongs to a dead holder and is taken over.
+   * Returns the run that was taken over, if any, or throws PIPELINE_RUNNING.
+   */
+  async acquire(name: string, runId: string, leaseDuration: number): Promise<{ staleRun: string | null }> {
+    return this.tx(async tx => {
+      const before = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).columns('status', 'currentRun', 'leaseUntil').where({ name }))) as
+        Pick<PipelineRow, 'status' | 'currentRun' | 'leaseUntil'> | undefined
+      if (!before) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered in the tracker`, { target: 'name' })
+      const now = new Date()
+      const free: Predicate = {
+        or: [
+          { field: 'status', op: 'eq', value: null },
+          { field: 'status', op: 'ne', value: 'running' },
+          { field: 'leaseUntil', op: 'eq', value: null },
+          { field: 'leaseUntil', op: 'lt', value: now.toISOString() },
+        ],
+      }
+      const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
+        .set({ status: 'running', currentRun: runId, leaseOwner: LEASE_OWNER, leaseUntil: new Date(now.getTime() + leaseDuration).toISOString() })
+        .where(toCqn({ and: [{ field: 'name', op: 'eq', value: name }, free] })))
+      if (Number(affected) !== 1) throw new PipelineError('PIPELINE_RUNNING', `Pipeline '${name}' is already running; the trigger was rejected`)
+      return { staleRun: before.status === 'running' && before.currentRun ? before.currentRun : null }
+    })
+  }
+
+  /** Extends the lease; false when another holder took it over (this run lost it). */
+  async renew(name: string, runId: string, leaseDuration: number): Promise<boolean> {
+    const affected = await this.tx(tx => tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
+      .set({ leaseUntil: new Date(Date.now() + leaseDuration).toISOString() })
+      .where({ name, currentRun: runId })))
+    return Number(affected) === 1
+  }
+
+  async startRun(run: { ID: string; pipeline: string; trigger: RunTrigger; mode: ReplicationMode; startTime: string }): Promise<void> {
+    await this.tx(tx => tx.run(ql.INSERT.into(RUNS_ENTITY).entries([{
+      ID: run.ID, pipeline_name: run.pipeline, status: 'running', trigger: run.trigger, mode: run.mode, startTime: run.startTime,
+      statistics_created: 0, statistics_updated: 0, statistics_deleted: 0,
+    }])))
+  }
+
+  /** Closes a run whose holder died; counts as a failed run of the pipeline. */
+  async closeStaleRun(name: string, runId: string): Promise<void> {
+    const message = `Run ${runId} stopped without finishing (its process crashed or was killed); its lease expired and the next trigger took over`
+    await this.tx(async tx => {
+      await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
+        .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
+        .where({ ID: runId, status: 'running' }))
+      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ errorCount: { '+=': 1 }, lastError: truncateText(message) }).where({ name }))
+    })
+  }
+
+  /** Writes a run's running totals; in the caller's transaction when given (per-batch commit). */
+  async progress(runId: string, statistics: WriteStatistics, tx?: QueryRunner): Promise<void> {
+    const query = ql.UPDATE.entity(RUNS_ENTITY)
+      .set({ statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted })
+      .where({ ID: runId })
+    if (tx) await tx.run(query)
+    else await this.tx(own => own.run(query))
+  }
+
+  /** Records the watermark reached by the committed batches, in the batch's transaction. */
+  async checkpoint(name: string, runId: string, checkpoint: string, tx: QueryRunner): Promise<void> {
+    await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ checkpoint }).where({ name, currentRun: runId }))
+  }
+
+  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics }): Promise<boolean> {
+    const { statistics } = result
+    return this.tx(async tx => {
+      await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
+        status: 'idle', endTime: new Date().toISOString(),
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted,
+      }).where({ ID: runId }))
+      const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+        status: 'idle', lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, checkpoint: null,
+        statistics_created: { '+=': statistics.created }, statistics_updated: { '+=': statistics.updated }, statistics_deleted: { '+=': statistics.deleted },
+        leaseOwner: null, leaseUntil: null, currentRun: null,
+      }).where({ name, currentRun: runId }))
+      return Number(affected) === 1
+    })
+  }
+
+  async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics): Promise<void> {
+    await this.tx(async tx => {
+      await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
+        status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted,
+      }).where({ ID: runId }))
+      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+        status: 'failed', errorCount: { '+=': 1 }, lastError: truncateText(error.message),
+        leaseOwner: null, leaseUntil: null, currentRun: null,
+      }).where({ name, currentRun: runId }))
+    })
+  }
+
+  /** Releases a lease held for a non-run operation (flush). */
+  async release(name: string, runId: string, data: Partial<PipelineRow>): Promise<void> {
+    await this.tx(tx => tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
+      .set({ ...data, leaseOwner: null, leaseUntil: null, currentRun: null })
+      .where({ name, currentRun: runId })))
+  }
+}
+
+/** A missing tracker table becomes TRACKER_MISSING naming the table to deploy. */
+export function asTrackerError(error: unknown): unknown {
+  const message = (error as Error)?.message ?? ''
+  if (MISSING_TABLE.test(message) && /plugin_data_pipeline|plugin\.data_pipeline/i.test(message)) {
+    return new PipelineError('TRACKER_MISSING',
+      `The tracker table ${PIPELINES_TABLE} is missing: deploy the plugin's model (add "using from 'cap-data-pipeline/db';" or set management.reuse.api, then run cds deploy). Cause: ${message}`,
+      { cause: error })
+  }
+  return error
+}
+

@@ -1,0 +1,13 @@
+/** Public API of cap-data-pipeline: adapter base classes, config types, errors and constants. */
+export { BaseSourceAdapter } from './adapters/source/base.js'
+export { BaseTargetAdapter } from './adapters/target/base.js'
+export { PipelineError, type PipelineErrorCode } from './engine/errors.js'
+export type { PipelineConfig, SourceConfig, TargetConfig, DeltaConfig, RetryConfig, RefreshConfig, QueryContext, QueryFactory, DataRecord, SlicePredicate, ResolvedPipeline } from './engine/config.js'
+export type { TrackerState, TargetCapabilities, WriteStatistics, WriteContext, AdapterContext } from './adapters/types.js'
+export type { ExecuteOptions, ExecuteResult } from './engine/registry.js'
+export type { RunOutcome } from './engine/run.js'
+export type { PipelineRow } from './engine/tracker.js'
+export type { DeltaPlan } from './engine/watermark.js'
+export { EVENTS, SERVICE_NAME, RUN_MODES, RUN_TRIGGERS, REPLICATION_MODES, DELTA_MODES } from './constants.js'
+export { OVERRIDABLE_PATHS } from './engine/overrides.js'
+export { default as DataPipelineService } from '../srv/data-pipeline.js'

@@ -1,0 +1,74 @@
+/**
+ * The few facts of CAP's linked CSN the plugin reads, typed narrowly so the engine does not
+ * depend on the shape of `@sap/cds` typings.
+ */
+import cds from '@sap/cds'
+
+export interface CsnElement {
+  name?: string
+  type?: string
+  key?: boolean
+  virtual?: boolean
+  notNull?: boolean
+  target?: string
+  isAssociation?: boolean
+  value?: unknown
+  elements?: Record<string, CsnElement>
+  [annotation: `@${string}`]: unknown
+}
+
+export interface CsnColumn {
+  ref?: string[]
+  as?: string
+  [other: string]: unknown
+}
+
+export interface CsnEntity {
+  name: string
+  kind?: string
+  elements: Record<string, CsnElement>
+  query?: { SELECT?: { from?: { ref?: Array<string | { id: string }> }; columns?: Array<CsnColumn | '*'> } }
+  projection?: { from?: { ref?: Array<string | { id: string }> }; columns?: Array<CsnColumn | '*'> }
+  [annotation: `@${string}`]: unknown
+}
+
+export interface CsnModel {
+  definitions: Record<string, CsnEntity | { kind?: string }>
+}
+
+/** The application's current model (cds.model); undefined before loading. */
+export function currentModel(): CsnModel | undefined {
+  return (cds as unknown as { model?: CsnModel }).model
+}
+
+export function findEntity(name: string, model: CsnModel | undefined = currentModel()): CsnEntity | undefined {
+  const def = model?.definitions[name] as CsnEntity | undefined
+  return def && (def.kind === 'entity' || def.elements) ? def : undefined
+}
+
+/** Key element names of an entity, without associations. */
+export function keyNames(entity: CsnEntity): string[] {
+  return Object.entries(entity.elements)
+    .filter(([, el]) => el.key && !isAssociation(el))
+    .map(([name]) => name)
+}
+
+export function isAssociation(el: CsnElement): boolean {
+  return Boolean(el.isAssociation || el.target || el.type === 'cds.Association' || el.type === 'cds.Composition')
+}
+
+/** Plain data elements (no associations, no virtual or calculated ones). */
+export function dataElementNames(entity: CsnEntity): string[] {
+  return Object.entries(entity.elements)
+    .filter(([, el]) => !isAssociation(el) && !el.virtual && el.value === undefined && !el.elements)
+    .map(([name]) => name)
+}
+
+/** The CDS built-in type of an element (`cds.String`, …), following derived types once. */
+export function builtinType(el: CsnElement | undefined): string | undefined {
+  const type = el?.type
+  if (!type) return undefined
+  if (type.startsWith('cds.')) return type
+  const base = currentModel()?.definitions[type] as CsnElement | undefined
+  return base?.type
+}

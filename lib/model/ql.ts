@@ -1,0 +1,40 @@
+/**
+ * Loosely typed access to CAP's query builders (`cds.ql`). The plugin builds queries from
+ * runtime names, which the static typings of `@sap/cds` cannot follow.
+ */
+import cds from '@sap/cds'
+
+export interface Query {
+  columns(...columns: unknown[]): Query
+  where(...args: unknown[]): Query
+  orderBy(...args: unknown[]): Query
+  limit(rows: number, offset?: number): Query
+  entries(rows: unknown[]): Query
+  set(data: Record<string, unknown>): Query
+  SELECT?: { orderBy?: unknown[]; columns?: unknown[]; one?: boolean }
+}
+
+export interface QueryBuilders {
+  SELECT: { from(entity: string | object, ...rest: unknown[]): Query; one: { from(entity: string | object, ...rest: unknown[]): Query } }
+  UPSERT: { into(entity: string | object): Query }
+  INSERT: { into(entity: string | object): Query }
+  UPDATE: { entity(entity: string | object): Query; (entity: string | object): Query }
+  DELETE: { from(entity: string | object): Query }
+}
+
+export const ql = (cds as unknown as { ql: QueryBuilders }).ql
+
+/** A service that runs queries (database or in-process service). */
+export interface QueryRunner {
+  name: string
+  run(query: unknown): Promise<unknown>
+  tx<T>(fn: (tx: QueryRunner) => Promise<T>): Promise<T>
+}
+
+export async function connect(name: string): Promise<QueryRunner> {
+  return (await cds.connect.to(name)) as unknown as QueryRunner
+}
+
+export function isDatabaseService(service: unknown): boolean {
+  return Boolean((service as { isDatabaseService?: boolean })?.isDatabaseService) || service === (cds as unknown as { db?: unknown }).db
+}

@@ -1,0 +1,134 @@
+/**
+ * The engine service `data-pipeline`: `cds.connect.to('data-pipeline')`.
+ *
+ * Pipeline events are CAP events of this service, so applications use CAP's own
+ * `srv.before/on/after('PIPELINE.MAP', 'orders', handler)`; the built-in READ, MAP and
+ * WRITE behaviour is an `on` handler kept last, which a custom `on` handler replaces
+ * (or calls through `next()`).
+ */
+import cds from '@sap/cds'
+import { EVENTS, SERVICE_NAME } from '../lib/constants.js'
+import { PipelineRegistry, type ExecuteOptions, type ExecuteResult } from '../lib/engine/registry.js'
+import { applyMapping } from '../lib/adapters/mapping.js'
+import { whenServing } from '../lib/lifecycle.js'
+import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/engine/config.js'
+import type { PipelineRow } from '../lib/engine/tracker.js'
+import type { RunOutcome } from '../lib/engine/run.js'
+import type { BaseSourceAdapter } from '../lib/adapters/source/base.js'
+import type { BaseTargetAdapter } from '../lib/adapters/target/base.js'
+import type { TrackerState, WriteContext } from '../lib/adapters/types.js'
+
+interface PipelineRequest {
+  event: string
+  path?: string
+  data: Record<string, unknown>
+}
+
+type Handler = (req: PipelineRequest, next?: () => Promise<unknown>) => unknown
+interface HandlerEntry { handler: Handler }
+
+/** Marks the built-in handlers so user handlers are always inserted before them. */
+const BUILT_IN = new WeakSet<Handler>()
+
+export default class DataPipelineService extends cds.Service {
+  readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings())
+
+  private settings(): { schedules?: boolean } {
+    const options = (this as unknown as { options?: { schedules?: boolean } }).options
+    return { schedules: options?.schedules }
+  }
+
+  override async init(): Promise<void> {
+    const builtIn = (event: string, handler: Handler) => {
+      BUILT_IN.add(handler)
+      ;(this as unknown as { on(event: string, handler: Handler): void }).on(event, handler)
+    }
+    builtIn(EVENTS.READ, req => {
+      if (req.data.sourceStream) return
+      const source = req.data.source as BaseSourceAdapter
+      req.data.sourceStream = source.readStream(req.data.tracker as TrackerState)
+    })
+    builtIn(EVENTS.MAP, async req => {
+      const prepared = await this.registry.prepare(pipelineOf(req, this.name))
+      req.data.targetRecords = applyMapping(req.data.sourceRecords as DataRecord[], prepared.mapping)
+    })
+    builtIn(EVENTS.WRITE, async req => {
+      const prepared = await this.registry.prepare(pipelineOf(req, this.name))
+      const context: WriteContext = { runId: String(req.data.runId), mode: (req.data.mode as WriteContext['mode']) ?? 'delta', batchIndex: Number(req.data.batchIndex) }
+      req.data.statistics = await (prepared.target as BaseTargetAdapter).writeBatch(req.data.targetRecords as DataRecord[], context)
+    })
+    whenServing(() => this.registry.activateSchedules())
+    cds.once('shutdown', () => this.registry.stopSchedules())
+    return super.init()
+  }
+
+  /** CAP's `on` appends; keep the built-in handlers behind every handler the application adds. */
+  override on(...args: unknown[]): this {
+    ;(super.on as (...a: unknown[]) => unknown)(...args)
+    const handlers = (this as unknown as { handlers: { on: HandlerEntry[] } }).handlers
+    handlers.on = [...handlers.on.filter(h => !BUILT_IN.has(h.handler)), ...handlers.on.filter(h => BUILT_IN.has(h.handler))]
+    return this
+  }
+
+  private async emitPipelineEvent(event: string, pipeline: string, data: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const req = new cds.Request({ event, data } as unknown as ConstructorParameters<typeof cds.Request>[0])
+    ;(req as unknown as { path: string }).path = `${this.name}.${pipeline}`
+    await this.dispatch(req as never)
+    return (req as unknown as { data: Record<string, unknown> }).data
+  }
+
+  /** Registers a pipeline (see README "Pipeline definition"); rejects incoherent configs naming the key. */
+  addPipeline(config: PipelineConfig): Promise<ResolvedPipeline> {
+    return this.registry.add(config)
+  }
+
+  /** Starts a run: `{ runId, name, done }`; `done` is settled already unless `async: true`. */
+  execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult> {
+    return this.registry.execute(name, options)
+  }
+
+  /**
+   * `run('<pipeline>')` runs with the pipeline's default mode and resolves with the outcome;
+   * any other argument is CAP's own `srv.run(query | fn)`.
+   */
+  override run = (...args: unknown[]): Promise<unknown> => {
+    if (typeof args[0] === 'string' && this.registry.has(args[0]) && args.length === 1)
+      return this.registry.execute(args[0]).then(({ done }): Promise<RunOutcome> => done)
+    return (cds.Service.prototype as unknown as { run: (...a: unknown[]) => Promise<unknown> }).run.apply(this, args)
+  }
+
+  /** `flush('<pipeline>')` clears its output and resets its tracker (next run is full). */
+  override flush = async (...args: unknown[]): Promise<void> => {
+    if (typeof args[0] === 'string') await this.registry.flush(args[0])
+    else await (cds.Service.prototype as unknown as { flush: (...a: unknown[]) => Promise<void> }).flush.apply(this, args)
+  }
+
+  /** Like `flush(name)`, resolving with the reset tracker record. */
+  flushPipeline(name: string): Promise<PipelineRow> {
+    return this.registry.flush(name)
+  }
+
+  /** The tracker record of a pipeline. */
+  async status(name: string): Promise<PipelineRow> {
+    this.registry.get(name)
+    return (await this.registry.tracker.read(name))!
+  }
+
+  async setEnabled(name: string, enabled: boolean): Promise<PipelineRow> {
+    this.registry.get(name)
+    await this.registry.tracker.update(name, { enabled })
+    return (await this.registry.tracker.read(name))!
+  }
+
+  getPipelineNames(): string[] {
+    return this.registry.names()
+  }
+}
+
+/** The pipeline name of an event request (`data-pipeline.<name>`). */
+function pipelineOf(req: PipelineRequest, service: string): string {
+  const path = req.path ?? ''
+  return path.startsWith(`${service}.`) ? path.slice(service.length + 1) : path
+}
+
+export { SERVICE_NAME }

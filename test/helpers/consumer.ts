@@ -1,0 +1,40 @@
+/**
+ * The consumer app in-process (cds.test) wired to a real provider over HTTP.
+ */
+import cds from '@sap/cds'
+import path from 'node:path'
+import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from './apps'
+import type DataPipelineService from '../../srv/data-pipeline'
+
+export interface ConsumerContext {
+  provider: RunningApp & { control: ProviderControl }
+  engine: DataPipelineService
+  test: ReturnType<typeof cds.test>
+}
+
+/** Call at module top level: starts the provider, boots the consumer, connects the engine. */
+export function useConsumer(options: { provider?: Record<string, string> } = {}): ConsumerContext {
+  const context = {} as ConsumerContext
+  beforeAll(async () => {
+    context.provider = await startProvider(options.provider)
+  })
+  context.test = cds.test(path.join(FIXTURES, 'consumer'))
+  beforeAll(async () => {
+    const requires = cds.env.requires as unknown as Record<string, { credentials?: { url: string } }>
+    requires.Provider.credentials = { url: `${context.provider.url}/odata/v4/catalog` }
+    context.engine = (await cds.connect.to('data-pipeline')) as unknown as DataPipelineService
+  })
+  afterAll(async () => {
+    await context.provider?.stop()
+  })
+  return context
+}
+
+/** CAP's query builders; resolved lazily (touching cds.ql early would load cds.env from the wrong folder). */
+export const ql = {
+  get SELECT() { return (cds as any).ql.SELECT },
+  get INSERT() { return (cds as any).ql.INSERT },
+  get UPSERT() { return (cds as any).ql.UPSERT },
+  get UPDATE() { return (cds as any).ql.UPDATE },
+  get DELETE() { return (cds as any).ql.DELETE },
+}

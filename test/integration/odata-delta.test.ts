@@ -1,0 +1,32 @@
+import cds from '@sap/cds'
+import { useConsumer, ql } from '../helpers/consumer'
+
+const ctx = useConsumer()
+
+describe('OData V4 source → database target', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('delta replication applies the consumption view: renames and column restriction', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 25, modifiedAt: '2026-01-01T00:00:00.000Z' })
+    await ctx.engine.addPipeline({ name: 'books', source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.Books' } })
+    const { done } = await ctx.engine.execute('books')
+    const outcome = await done
+    expect(outcome.status).toBe('completed')
+    expect(outcome.statistics).toEqual({ created: 25, updated: 0, deleted: 0 })
+    const rows = await ql.SELECT.from('consumer.Books').orderBy('ID')
+    expect(rows).toHaveLength(25)
+    expect(rows[0]).toMatchObject({ ID: 1, name: 'Book 1', author: 'Author 1', stock: 1 })
+    const { urls } = await ctx.provider.control.stats()
+    const reads = urls.filter(u => u.includes('/Books?'))
+    expect(reads.length).toBeGreaterThan(1)
+    for (const url of reads) {
+      expect(url).toContain('$select=')
+      expect(url).not.toContain('price')
+    }
+    const tracker = await ctx.engine.status('books')
+    expect(tracker).toMatchObject({ status: 'idle', errorCount: 0, statistics_created: 25, mode: 'delta' })
+    expect(tracker.lastSync).toBe('2026-01-01T00:00:00.000Z')
+  })
+})

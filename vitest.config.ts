@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    globals: true,
+    testTimeout: 60_000,
+    hookTimeout: 90_000,
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], fileParallelism: true, maxWorkers: 2 } },
+    ],
+  },
+})
