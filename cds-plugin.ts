@@ -3,5 +3,13 @@
  * (`cds.requires['data-pipeline']`) and created by `cds.connect.to('data-pipeline')`.
  */
 import { registerLifecycle } from './lib/lifecycle.js'
+import { registerManagementModel } from './lib/mounting.js'
+import { registerConsole } from './lib/console.js'
+import { registerLogRedaction } from './lib/secrets.js'
+import { registerFederation } from './lib/federation/index.js'
 
 registerLifecycle()
+registerManagementModel()
+registerConsole()
+registerLogRedaction()
+registerFederation()

@@ -10,9 +10,11 @@ export const PIPELINES_TABLE = 'plugin_data_pipeline_Pipelines' as const
 export const LOGGER = {
   engine: 'data-pipeline',
   odata: 'data-pipeline|odata',
+  rest: 'data-pipeline|rest',
   cqn: 'data-pipeline|cqn',
   db: 'data-pipeline|db',
   schedule: 'data-pipeline|schedule',
+  federation: 'federation',
 } as const
 
 export const EVENTS = {
@@ -48,3 +50,29 @@ export const DEFAULTS = {
   leaseDuration: 60_000,
   lastErrorLength: 1000,
 } as const
+
+/** Federation annotations (SPEC "Federation annotations") and the CAP annotations they imply. */
+export const ANNOTATIONS = {
+  replicate: '@federation.replicate',
+  delegate: '@federation.delegate',
+  /** Set on the model (`csn.meta`) once the federation model hook ran. */
+  enhanced: '@federation.$enhanced',
+  persistenceTable: '@cds.persistence.table',
+  persistenceSkip: '@cds.persistence.skip',
+} as const
+/** Keys `@federation.replicate` accepts. */
+export const REPLICATE_KEYS = ['schedule', 'preload', 'delta'] as const
+
+/** Delegation defaults (SPEC "Read behaviour on federated entities"); override under `cds.requires['data-pipeline'].federation`. */
+export const DELEGATE_DEFAULTS = {
+  /** Keys per remote call when stitching expands and navigations (bounded URL or $batch body). */
+  keyChunkSize: 100,
+  /** Most keys a `$filter` through an association may turn into before the request fails with 400. */
+  maxFilterKeys: 1000,
+  /** Response cache entries kept per process (least recently used are evicted). */
+  cacheEntries: 1000,
+  /** Cache TTL when `cache` is given without `ttl` (ms). */
+  cacheTtl: 60_000,
+} as const
+export const DELEGATE_CACHE_STRATEGIES = ['response', 'entity'] as const
+export type DelegateCacheStrategy = (typeof DELEGATE_CACHE_STRATEGIES)[number]

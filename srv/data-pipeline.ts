@@ -7,7 +7,7 @@
  * (or calls through `next()`).
  */
 import cds from '@sap/cds'
-import { EVENTS, SERVICE_NAME } from '../lib/constants.js'
+import { EVENTS, LOGGER, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineRegistry, type ExecuteOptions, type ExecuteResult } from '../lib/engine/registry.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
@@ -27,6 +27,21 @@ interface PipelineRequest {
 type Handler = (req: PipelineRequest, next?: () => Promise<unknown>) => unknown
 interface HandlerEntry { handler: Handler }
 
+/** Anything with CAP's `on(event, handler)`: a messaging service, an application service. */
+export interface EventSource {
+  on(event: string, handler: (message: unknown) => unknown): unknown
+}
+
+export interface PipelineHook {
+  phase: 'before' | 'on' | 'after'
+  event: string
+  /** Registered for this pipeline by name, or for all pipelines. */
+  scope: 'pipeline' | 'all'
+  handler: string
+}
+
+const LOG = cds.log(LOGGER.engine)
+
 /** Marks the built-in handlers so user handlers are always inserted before them. */
 const BUILT_IN = new WeakSet<Handler>()
 
@@ -43,7 +58,8 @@ export default class DataPipelineService extends cds.Service {
       BUILT_IN.add(handler)
       ;(this as unknown as { on(event: string, handler: Handler): void }).on(event, handler)
     }
-    builtIn(EVENTS.READ, req => {
+    // built-ins must be async functions: CAP wraps sync handlers, which would lose their identity
+    builtIn(EVENTS.READ, async req => {
       if (req.data.sourceStream) return
       const source = req.data.source as BaseSourceAdapter
       req.data.sourceStream = source.readStream(req.data.tracker as TrackerState)
@@ -118,6 +134,42 @@ export default class DataPipelineService extends cds.Service {
     this.registry.get(name)
     await this.registry.tracker.update(name, { enabled })
     return (await this.registry.tracker.read(name))!
+  }
+
+  /**
+   * Starts `name` whenever `source` emits `event` (a messaging topic, a service event):
+   * `execute(name, { trigger: 'event', async: true })`. While a run is active the event is
+   * skipped; the next run picks the change up.
+   */
+  executeOn(source: EventSource, event: string, name: string, options: Omit<ExecuteOptions, 'trigger' | 'async'> = {}): this {
+    this.registry.get(name)
+    source.on(event, async () => {
+      try {
+        const { done } = await this.execute(name, { ...options, trigger: 'event', async: true })
+        done.catch(() => undefined) // failures are recorded in PipelineRuns and logged
+      } catch (error) {
+        if ((error as { code?: string }).code === 'PIPELINE_RUNNING') LOG.info(`pipeline '${name}': event '${event}' skipped, a run is active`)
+        else LOG.error(`pipeline '${name}': event '${event}' could not start a run: ${(error as Error).message}`)
+      }
+    })
+    return this
+  }
+
+  /** Application handlers registered for a pipeline's events (built-ins excluded). */
+  registeredHooks(name: string): PipelineHook[] {
+    const handlers = (this as unknown as { handlers: Record<'before' | 'on' | 'after', Array<HandlerEntry & Record<string, unknown>>> }).handlers
+    const events = Object.values(EVENTS) as string[]
+    const hooks: PipelineHook[] = []
+    for (const phase of ['before', 'on', 'after'] as const) {
+      for (const entry of handlers[phase]) {
+        const event = entry[phase] as string
+        if (BUILT_IN.has(entry.handler) || !events.includes(event)) continue
+        const path = entry.path as string | undefined
+        if (path && path !== `${this.name}.${name}`) continue
+        hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: entry.handler.name || 'anonymous' })
+      }
+    }
+    return hooks
   }
 
   getPipelineNames(): string[] {

@@ -2,11 +2,14 @@
  * Chooses adapters: an explicit class (`source.adapter` / `target.adapter`) wins, then
  * `source.kind` / `target.kind`, then the kind of the bound service in `cds.requires`.
  */
-import cds from '@sap/cds'
+import { requiredKind, ODATA_KINDS } from './kinds.js'
+import { ODataTargetAdapter } from './target/odata.js'
 import { BaseSourceAdapter } from './source/base.js'
 import { BaseTargetAdapter } from './target/base.js'
 import { ODataSourceAdapter } from './source/odata.js'
+import { ODataV2SourceAdapter } from './source/odata-v2.js'
 import { CqnSourceAdapter } from './source/cqn.js'
+import { RestSourceAdapter } from './source/rest.js'
 import { DatabaseTargetAdapter } from './target/db.js'
 import { PipelineError } from '../engine/errors.js'
 import type { ResolvedPipeline } from '../engine/config.js'
@@ -14,12 +17,7 @@ import type { SourceAdapterClass, TargetAdapterClass } from './types.js'
 
 export type SourceKind = 'odata' | 'odata-v2' | 'rest' | 'cqn' | 'custom'
 
-/** The configured kind of `cds.requires.<service>`, if any. */
-export function requiredKind(service: string | undefined): string | undefined {
-  if (!service) return undefined
-  const entry = (cds.env.requires as Record<string, { kind?: string } | undefined>)[service]
-  return entry?.kind
-}
+export { requiredKind }
 
 export function sourceKindOf(pipeline: ResolvedPipeline): SourceKind {
   const { source, rest } = pipeline.config
@@ -31,7 +29,7 @@ export function sourceKindOf(pipeline: ResolvedPipeline): SourceKind {
   return 'cqn'
 }
 
-const SOURCES: Partial<Record<SourceKind, SourceAdapterClass>> = { odata: ODataSourceAdapter, cqn: CqnSourceAdapter }
+const SOURCES: Partial<Record<SourceKind, SourceAdapterClass>> = { odata: ODataSourceAdapter, 'odata-v2': ODataV2SourceAdapter, cqn: CqnSourceAdapter, rest: RestSourceAdapter }
 
 export function sourceAdapterClass(pipeline: ResolvedPipeline): SourceAdapterClass {
   const kind = sourceKindOf(pipeline)
@@ -52,9 +50,7 @@ export function targetAdapterClass(pipeline: ResolvedPipeline): TargetAdapterCla
     return target.adapter
   }
   const kind = target.kind ?? requiredKind(target.service)
-  if (kind === 'odata' || kind === 'odata-v2' || kind === 'odata-v4')
-    throw new PipelineError('NOT_SUPPORTED', `Invalid pipeline config: OData targets are not supported by this release (target.service '${target.service}')`, { target: 'target.kind', status: 400 })
-  return DatabaseTargetAdapter
+  return kind && ODATA_KINDS.has(kind) ? ODataTargetAdapter : DatabaseTargetAdapter
 }
 
 export function createAdapters(pipeline: ResolvedPipeline): { source: BaseSourceAdapter; target: BaseTargetAdapter } {

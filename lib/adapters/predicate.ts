@@ -71,6 +71,12 @@ export function odataLiteral(value: unknown, cdsType: string | undefined, versio
       // V2 CAP adapter maps DateTime/Timestamp to Edm.DateTimeOffset
       return `datetimeoffset'${iso}'`
     }
+    case 'Edm.DateTime': {
+      // a V2 Edm.DateTime with a time part (imported as cds.DateTime + @odata.Type): no zone designator;
+      // truncated to seconds, so `ge`/`gt` on a watermark never skip a row
+      const iso = new Date(text).toISOString()
+      return version === 'v2' ? `datetime'${iso.slice(0, 19)}'` : iso.replace(/\.\d{3}Z$/, 'Z')
+    }
     default:
       return `'${text.replace(/'/g, "''")}'`
   }
@@ -83,7 +89,9 @@ function assertNumeric(text: string): string {
 
 function v2Duration(time: string): string {
   const [h = '0', m = '0', s = '0'] = time.split(':')
-  return `PT${Number(h)}H${Number(m)}M${Number(s)}S`
+  // two-digit fields (PT09H05M00S): valid xs:duration, and what the CAP V2 adapter's parser requires
+  const pad = (part: string) => String(Number(part)).padStart(2, '0')
+  return `PT${pad(h)}H${pad(m)}M${pad(s)}S`
 }
 
 /** `$filter` text; parenthesised groups, literals formatted per element type. */

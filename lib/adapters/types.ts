@@ -47,3 +47,18 @@ export type SourceAdapterClass = new (context: AdapterContext) => BaseSourceAdap
 export type TargetAdapterClass = new (context: AdapterContext) => BaseTargetAdapter
 
 export type { DataRecord }
+
+/** A data-inspector page request: columns and filter in the adapter's own field names. */
+export interface PreviewRequest {
+  columns: string[]
+  filter?: import('./predicate.js').Predicate
+  top: number
+  skip: number
+}
+
+export interface PreviewResult {
+  rows: DataRecord[]
+  hasMore: boolean
+  /** Filters were applied in memory on a fetched page, not pushed to the source. */
+  limitedSupport: boolean
+}

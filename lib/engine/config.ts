@@ -8,8 +8,11 @@ import {
   type DeltaMode, type ReplicationMode, type TransactionScope,
 } from '../constants.js'
 import { invalidConfig } from './errors.js'
+import { validateRestConfig } from '../adapters/source/rest-config.js'
+import { ODATA_KINDS } from '../adapters/kinds.js'
 import { parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
 import type { SourceAdapterClass, TargetAdapterClass } from '../adapters/types.js'
+import type { RestConfig } from '../adapters/source/rest.js'
 
 /** A record as read from a source or written to a target. */
 export type DataRecord = Record<string, unknown>
@@ -82,8 +85,8 @@ export interface PipelineConfig {
   target: TargetConfig
   mode?: ReplicationMode
   delta?: DeltaConfig
-  /** REST source settings (issue: REST adapter). */
-  rest?: Record<string, unknown>
+  /** REST source settings (SPEC "REST source adapter"): path, pagination, deltaParam, dataPath. */
+  rest?: RestConfig
   schedule?: ScheduleInput
   enabled?: boolean
   retry?: RetryConfig
@@ -152,7 +155,8 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     throw invalidConfig('source.kind', `'${String(source.kind)}' is unknown; expected one of ${[...kinds].join(', ')} or a custom source.adapter`)
   if (source.adapter !== undefined && typeof source.adapter !== 'function')
     throw invalidConfig('source.adapter', 'must be a class extending BaseSourceAdapter')
-  if (source.kind === 'rest' && source.query) throw invalidConfig('source.query', 'is not supported by the REST source (replicate only)')
+  const sourceKind = source.adapter ? undefined : source.kind ?? (hasRestPath ? 'rest' : source.service ? options.serviceKind?.(source.service) : undefined)
+  if (sourceKind === 'rest') validateRestConfig(config)
   if (source.origin !== undefined) {
     if (typeof source.origin !== 'string' || !source.origin) throw invalidConfig('source.origin', 'must be a non-empty string')
     if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
@@ -167,7 +171,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     throw invalidConfig('target.kind', `'${String(tgt.kind)}' is unknown; expected odata or odata-v2`)
   if (!tgt.adapter && (typeof tgt.entity !== 'string' || !tgt.entity))
     throw invalidConfig('target.entity', 'is required unless a custom target.adapter is given')
-  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
+  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? '') && !ODATA_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
     throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2) or a custom target.adapter`)
 
   if (config.mode !== undefined && !(REPLICATION_MODES as readonly string[]).includes(config.mode))

@@ -12,6 +12,7 @@ export type PipelineErrorCode =
   | 'INVALID_PARAMETER'
   | 'NOT_SUPPORTED'
   | 'LEASE_EXPIRED'
+  | 'FORBIDDEN'
 
 const STATUS: Record<PipelineErrorCode, number> = {
   INVALID_CONFIG: 400,
@@ -23,6 +24,7 @@ const STATUS: Record<PipelineErrorCode, number> = {
   SOURCE_FAILED: 502,
   TARGET_FAILED: 500,
   LEASE_EXPIRED: 500,
+  FORBIDDEN: 403,
 }
 
 export class PipelineError extends Error {

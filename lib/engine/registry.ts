@@ -8,14 +8,14 @@ import { PipelineError, invalidConfig } from './errors.js'
 import { configFingerprint, resolvePipeline, serializable, type PipelineConfig, type ResolvedPipeline } from './config.js'
 import { applyOverrides, parseStoredOverrides, type Overrides } from './overrides.js'
 import { scheduleLabel, SpawnTimer } from './schedule.js'
-import { Tracker, whitelistTrigger, type PipelineRow } from './tracker.js'
+import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow } from './tracker.js'
 import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
-import { dataElementNames, keyNames } from '../model/csn.js'
+import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
+import { ORIGIN_COLUMN } from '../adapters/target/db.js'
 import { ODataSourceAdapter } from '../adapters/source/odata.js'
 import { CqnSourceAdapter } from '../adapters/source/cqn.js'
-import { DatabaseTargetAdapter } from '../adapters/target/db.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -84,6 +84,7 @@ export class PipelineRegistry {
       throw invalidConfig('name', `'${coded.name}' is already registered with a different config; choose another name`)
     }
     this.checkCapabilities(coded)
+    checkOrigin(coded)
 
     let row: PipelineRow | undefined
     try {
@@ -156,8 +157,8 @@ export class PipelineRegistry {
       entry.prepared = (async () => {
         const { source, target } = createAdapters(pipeline)
         await Promise.all([source.prepare(), target.prepare()])
-        const targetEntity = target instanceof DatabaseTargetAdapter ? target.targetEntity() : undefined
-        const sourceEntity = source instanceof ODataSourceAdapter || source instanceof CqnSourceAdapter ? source.sourceEntity() : undefined
+        const targetEntity = target.entityDefinition()
+        const sourceEntity = source.entityDefinition()
         const mapping = pipeline.shape === 'query'
           ? targetEntity && dataElementNames(targetEntity).map(n => ({ source: n, target: n }))
           : deriveMapping(targetEntity, sourceEntity)
@@ -179,10 +180,13 @@ export class PipelineRegistry {
       throw new PipelineError('INVALID_PARAMETER', `mode 'delta' is not possible for query-shape pipeline '${name}'`, { target: 'mode' })
     if (mode === 'partial-refresh' && pipeline.shape !== 'query')
       throw new PipelineError('INVALID_PARAMETER', `mode 'partial-refresh' applies to query-shape pipelines; '${name}' is entity-shape`, { target: 'mode' })
+    assertConnectionAvailable('execute')
     const prepared = await this.prepare(name)
     const run = new PipelineRun(prepared, { mode, trigger: whitelistTrigger(options.trigger) }, this.tracker, this.dispatch)
     await run.begin()
-    const execution = run.execute()
+    // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
+    // request's open transaction would hold the connection the batch transactions wait for)
+    const execution = detached(() => run.execute())
     if (!options.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { runId: run.runId, name, done }
@@ -191,6 +195,7 @@ export class PipelineRegistry {
   /** Clears the pipeline's output and resets the tracker so the next run is a full sync. */
   async flush(name: string): Promise<PipelineRow> {
     const pipeline = this.get(name)
+    assertConnectionAvailable('flush')
     const prepared = await this.prepare(name)
     const flushId = cds.utils.uuid()
     await this.tracker.acquire(name, flushId, pipeline.leaseDuration)
@@ -241,6 +246,23 @@ export class PipelineRegistry {
       else if (!code || code !== 'SOURCE_FAILED') LOG.debug(`pipeline '${name}': scheduled run failed`, error)
     }
   }
+}
+
+/** Fan-in: a pipeline with `source.origin` needs the target key column of aspect `sourced`. */
+function checkOrigin(pipeline: ResolvedPipeline): void {
+  const { source, target } = pipeline.config
+  if (source.origin === undefined || target.adapter || !target.entity) return
+  const entity = findEntity(target.entity) ?? (target.service ? findEntity(`${target.service}.${target.entity}`) : undefined)
+  if (entity && !keyNames(entity).includes(ORIGIN_COLUMN))
+    throw invalidConfig('source.origin', `needs target.entity '${target.entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`)
+}
+
+/** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant. */
+function detached<T>(fn: () => Promise<T>): Promise<T> {
+  const caller = cds.context as { user?: unknown; tenant?: string } | undefined
+  const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
+  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) })
+  return (cds as unknown as { _with(context: object, fn: () => Promise<T>): Promise<T> })._with(context, fn)
 }
 
 /**

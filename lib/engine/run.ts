@@ -105,7 +105,7 @@ export class PipelineRun {
     } catch (error) {
       const failure = describeError(error)
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed: ${failure.message}`)
-      await this.tracker.finishFailure(name, runId, failure, this.statistics).catch(e => LOG.error('could not record the failed run', e))
+      await this.tracker.finishFailure(name, runId, failure, this.statistics).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       await this.done('failed', new Date(), failure)
       throw error
     } finally {
@@ -120,7 +120,7 @@ export class PipelineRun {
       startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: { ...this.statistics }, error,
     }
     // a failing DONE handler must not turn a completed run into a failed one
-    await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed`, e))
+    await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed: ${(e as Error).message}`))
   }
 
   /** START, READ, batches; returns the watermark to store. */
@@ -147,32 +147,46 @@ export class PipelineRun {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
         watermark.observe(batch)
         const index = batchIndex++
-        const writeBatch = async (tx?: QueryRunner) => {
+        // returns the run's totals including this batch; they count only once the batch commits
+        const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
+          const totals = { ...this.statistics }
           const mapped = await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
-          if (!records.length) return
-          const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
-          addStatistics(this.statistics, written.statistics as Partial<WriteStatistics> | undefined)
+          if (records.length) {
+            const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
+            addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
+          }
           if (tx) {
-            await this.tracker.progress(runId, this.statistics, tx)
-            const checkpoint: Checkpoint = { runId, ...watermark.result() }
+            await this.tracker.progress(runId, totals, tx)
+            const checkpoint: Checkpoint = { runId, ...watermark.checkpoint() }
             await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
           }
+          return totals
         }
-        if (atomic) await writeBatch()
-        else await db.tx(tx => writeBatch(tx))
+        Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
       }
     }
-    if (atomic) await db.tx(() => body())
-    else await body()
-    return watermark.result()
+    if (atomic) {
+      try {
+        await db.tx(() => body())
+      } catch (error) {
+        // the run's one transaction was rolled back: none of the writes it counted happened
+        Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
+        throw error
+      }
+    } else await body()
+    const result = watermark.result()
+    // an unordered source (REST): rows changed during the read may sort below the highest value seen
+    if (!source.readsInWatermarkOrder && result.lastSync && Date.parse(result.lastSync) > this.startTime.getTime())
+      return { ...result, lastSync: trackerState.lastSync && Date.parse(trackerState.lastSync) > this.startTime.getTime() ? trackerState.lastSync : this.startTime.toISOString() }
+    return result
   }
 
   /** The tracker state handed to the source: resumes from a checkpoint left by an unfinished run. */
   private trackerState(row: PipelineRow): TrackerState {
     const { pipeline } = this.prepared
     let { lastSync, lastKey } = row
-    if (this.request.mode === 'delta' && row.checkpoint) {
+    if (this.request.mode === 'delta' && row.checkpoint && this.prepared.source.readsInWatermarkOrder) {
       try {
         const checkpoint = JSON.parse(row.checkpoint) as Checkpoint
         if (checkpoint.lastSync && (!lastSync || Date.parse(checkpoint.lastSync) > Date.parse(lastSync))) lastSync = checkpoint.lastSync
@@ -244,9 +258,23 @@ export async function* prefetch<T>(source: AsyncIterable<T>): AsyncGenerator<T> 
       }
       pending = iterator.next()
       pending.catch(() => undefined) // surfaced when awaited; avoids an unhandled rejection if we stop early
+      await underway(pending)
       yield result.value
     }
   } finally {
     if (!finished) await pending.then(() => iterator.return?.(), () => undefined)
   }
+}
+
+/**
+ * Lets the event loop turn a few times (fewer if `next` settles first) so the read just
+ * started actually goes out — a remote service puts its request on the wire only some
+ * macrotask turns after `send()` — before the caller runs the write of the current batch,
+ * whose database work (e.g. node:sqlite) is synchronous and would otherwise hold the request
+ * back until the write ends, serialising read and write.
+ */
+async function underway(next: Promise<unknown>, turns = 8): Promise<void> {
+  let settled = false
+  next.then(() => { settled = true }, () => { settled = true })
+  for (let i = 0; i < turns && !settled; i++) await new Promise<void>(resolve => setImmediate(resolve))
 }

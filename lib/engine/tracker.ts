@@ -7,6 +7,7 @@
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
+import cds from '@sap/cds'
 import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
 import { PipelineError } from './errors.js'
 import { toCqn, type Predicate } from '../adapters/predicate.js'
@@ -73,10 +74,17 @@ export class Tracker {
   /** Runs `fn` in a fresh root transaction and turns a missing tracker table into a named error. */
   private async tx<T>(fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     const db = await this.db()
-    try {
-      return await db.tx(fn)
-    } catch (error) {
-      throw asTrackerError(error)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.tx(fn)
+      } catch (error) {
+        // SQLite files answer a concurrent writer with "database is locked" at once
+        if (isBusy(error) && attempt < BUSY_ATTEMPTS) {
+          await new Promise(resolve => setTimeout(resolve, 20 * attempt))
+          continue
+        }
+        throw asTrackerError(error)
+      }
     }
   }
 
@@ -155,7 +163,13 @@ export class Tracker {
       await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
         .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
         .where({ ID: runId, status: 'running' }))
-      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ errorCount: { '+=': 1 }, lastError: truncateText(message) }).where({ name }))
+      // its committed batches are real writes: they count in the cumulative statistics
+      const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted').where({ ID: runId }))) as
+        Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted'> | undefined
+      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+        errorCount: { '+=': 1 }, lastError: truncateText(message),
+        ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0 }),
+      }).where({ name }))
     })
   }
 
@@ -182,7 +196,7 @@ export class Tracker {
       }).where({ ID: runId }))
       const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
         status: 'idle', lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, checkpoint: null,
-        statistics_created: { '+=': statistics.created }, statistics_updated: { '+=': statistics.updated }, statistics_deleted: { '+=': statistics.deleted },
+        ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }).where({ name, currentRun: runId }))
       return Number(affected) === 1
@@ -195,8 +209,9 @@ export class Tracker {
         status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted,
       }).where({ ID: runId }))
+      // batches committed before the failure stay written and count (a rolled-back run reports zeros)
       await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
-        status: 'failed', errorCount: { '+=': 1 }, lastError: truncateText(error.message),
+        status: 'failed', errorCount: { '+=': 1 }, lastError: truncateText(error.message), ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }).where({ name, currentRun: runId }))
     })
@@ -207,6 +222,37 @@ export class Tracker {
     await this.tx(tx => tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
       .set({ ...data, leaseOwner: null, leaseUntil: null, currentRun: null })
       .where({ name, currentRun: runId })))
+  }
+}
+
+/**
+ * With a single-connection database (SQLite: pool max 1) a caller whose own transaction already
+ * holds the connection would wait forever for the tracker's transaction. Fail fast instead.
+ */
+export function assertConnectionAvailable(operation: string): void {
+  const facade = cds as unknown as { db?: { options?: { pool?: { max?: number } } }; context?: { transactions?: Map<unknown, { dbc?: unknown }> } }
+  const db = facade.db
+  if (!db || db.options?.pool?.max !== 1) return
+  if (facade.context?.transactions?.get(db)?.dbc)
+    throw new PipelineError('NOT_SUPPORTED',
+      `${operation}() was called inside a transaction that holds the database's only connection (SQLite); ` +
+      'the run needs its own transactions. Call it outside that transaction, e.g. with cds.spawn(() => …) or after the transaction ends.',
+      { status: 500 })
+}
+
+const BUSY_ATTEMPTS = 8
+
+function isBusy(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown }
+  return e?.code === 'SQLITE_BUSY' || /database is locked|SQLITE_BUSY/i.test(String(e?.message ?? ''))
+}
+
+/** Increments of the cumulative statistics columns. */
+function cumulative(statistics: WriteStatistics): Record<string, { '+=': number }> {
+  return {
+    statistics_created: { '+=': statistics.created },
+    statistics_updated: { '+=': statistics.updated },
+    statistics_deleted: { '+=': statistics.deleted },
   }
 }
 

@@ -64,6 +64,15 @@ export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: strin
   }]
 }
 
+/**
+ * The source fields a watermark is taken from. Reads select them even when a run does not
+ * filter on them (full runs), so every successful run stores the highest value read.
+ */
+export function watermarkFields(plan: DeltaPlan): string[] {
+  if (plan.mode === 'none') return []
+  return [plan.field, plan.dateField, plan.timeField].filter((field): field is string => Boolean(field))
+}
+
 /** Key watermarks are stored as text; numeric keys compare as numbers. */
 function keyValue(text: string): string | number {
   return /^-?\d{1,15}$/.test(text) ? Number(text) : text
@@ -89,7 +98,7 @@ export class WatermarkTracker {
         const value = record[plan.field!]
         if (value === null || value === undefined) continue
         const key = typeof value === 'number' ? value : String(value)
-        if (this.maxKey === undefined || key > this.maxKey) this.maxKey = key
+        if (this.maxKey === undefined || compareKeys(key, this.maxKey) > 0) this.maxKey = key
       } else if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields') {
         const time = plan.mode === 'timestamp'
           ? toTime(record[plan.field!])
@@ -111,6 +120,30 @@ export class WatermarkTracker {
     }
     return { lastSync: this.readStart.toISOString(), lastKey: this.previous.lastKey }
   }
+
+  /**
+   * The position reached by the committed batches of an unfinished run (stored as checkpoint):
+   * only values actually read, never the run's clock. A run interrupted before it read any
+   * watermark value (e.g. while reading the rows that have none) resumes from the previous
+   * watermark; `result()`'s clock fallback would make it skip every row not read yet.
+   */
+  checkpoint(): Watermark {
+    const { plan, previous } = this
+    if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields')
+      return { lastSync: this.maxTime !== undefined ? later(new Date(this.maxTime).toISOString(), previous.lastSync) : previous.lastSync, lastKey: previous.lastKey }
+    if (plan.mode === 'key') return { lastSync: previous.lastSync, lastKey: this.maxKey !== undefined ? String(this.maxKey) : previous.lastKey }
+    return { ...previous }
+  }
+}
+
+/** Orders keys: integers (also Int64 as text, e.g. '9' < '10') numerically, other keys as text. */
+export function compareKeys(a: string | number, b: string | number): number {
+  const integer = /^-?\d+$/
+  if (integer.test(String(a)) && integer.test(String(b))) {
+    const [x, y] = [BigInt(a), BigInt(b)]
+    return x === y ? 0 : x > y ? 1 : -1
+  }
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0
 }
 
 function toTime(value: unknown): number | undefined {

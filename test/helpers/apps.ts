@@ -67,6 +67,8 @@ export interface ProviderControl {
   reset(): Promise<void>
   faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number }): Promise<void>
   stats(): Promise<{ requests: number; urls: string[] }>
+  /** Caps the provider's page size (0 = off); it then pages server-side with next links. */
+  pageLimit(max: number): Promise<void>
   books(query?: string): Promise<Array<Record<string, unknown>>>
 }
 
@@ -79,6 +81,7 @@ export function providerControl(base: string): ProviderControl {
     seed: data => post('seed', data),
     touch: data => post('touch', data),
     reset: () => post('reset', {}),
+    pageLimit: max => post('pageLimit', { max }),
     faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, ...data }),
     async stats() {
       const response = await fetch(`${base}/odata/v4/control/stats()`)

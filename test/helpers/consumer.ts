@@ -22,6 +22,8 @@ export function useConsumer(options: { provider?: Record<string, string> } = {})
   beforeAll(async () => {
     const requires = cds.env.requires as unknown as Record<string, { credentials?: { url: string } }>
     requires.Provider.credentials = { url: `${context.provider.url}/odata/v4/catalog` }
+    // the same provider serves OData V2 through @cap-js-community/odata-v2-adapter
+    if (requires.ProviderV2) requires.ProviderV2.credentials = { url: `${context.provider.url}/odata/v2/catalog` }
     context.engine = (await cds.connect.to('data-pipeline')) as unknown as DataPipelineService
   })
   afterAll(async () => {

@@ -29,4 +29,14 @@ describe('OData V4 source → database target', () => {
     expect(tracker).toMatchObject({ status: 'idle', errorCount: 0, statistics_created: 25, mode: 'delta' })
     expect(tracker.lastSync).toBe('2026-01-01T00:00:00.000Z')
   })
+
+  test('execute inside a transaction holding SQLite\'s only connection fails fast instead of hanging', async () => {
+    await ctx.engine.addPipeline({ name: 'books-in-tx', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.BooksFull' } })
+    await cds.tx(async () => {
+      await ql.SELECT.from('consumer.BooksFull')
+      await expect(ctx.engine.execute('books-in-tx', { async: true })).rejects.toThrow(/only connection/)
+    })
+    const { done } = await ctx.engine.execute('books-in-tx') // outside the transaction it runs
+    await expect(done).resolves.toMatchObject({ status: 'completed' })
+  })
 })

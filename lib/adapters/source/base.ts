@@ -1,5 +1,7 @@
 import type { DataRecord, ResolvedPipeline } from '../../engine/config.js'
-import type { AdapterContext, TrackerState } from '../types.js'
+import type { CsnEntity } from '../../model/csn.js'
+import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
+import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
 
 /**
@@ -26,6 +28,16 @@ export abstract class BaseSourceAdapter {
   async prepare(): Promise<void> {}
 
   /**
+   * Whether records arrive in watermark order (true for the built-in model sources, which
+   * order their reads). When false (REST), the engine does not resume a delta run from an
+   * unfinished run's checkpoint, and never stores a `lastSync` later than the run's start:
+   * in an unordered read, the highest value seen so far says nothing about the rows not yet read.
+   */
+  get readsInWatermarkOrder(): boolean {
+    return true
+  }
+
+  /**
    * Which field(s) carry the watermark; the engine derives `lastSync`/`lastKey` from the
    * records read. Adapters that know their entity infer more (e.g. `modifiedAt`).
    */
@@ -37,4 +49,32 @@ export abstract class BaseSourceAdapter {
   get batchSize(): number {
     return this.pipeline.batchSize
   }
+
+  /**
+   * Data inspector page. The default reads the first batch of a full read and filters it in
+   * memory (`limitedSupport`); adapters that can push filters down override it.
+   */
+  async preview(request: PreviewRequest): Promise<PreviewResult> {
+    const tracker: TrackerState = { name: this.pipeline.name, mode: 'full', lastSync: null, lastKey: null }
+    const iterator = this.readStream(tracker)[Symbol.asyncIterator]()
+    const first = await iterator.next()
+    await iterator.return?.()
+    const batch = first.done ? [] : first.value
+    const filtered = request.filter ? batch.filter(row => matches(row, request.filter!)) : batch
+    const page = filtered.slice(request.skip, request.skip + request.top + 1)
+    return { rows: page.slice(0, request.top).map(row => pick(row, request.columns)), hasMore: page.length > request.top, limitedSupport: true }
+  }
+
+  /** The source's entity definition, when the adapter has one (for previews and mappings). */
+  entityDefinition(): CsnEntity | undefined {
+    return undefined
+  }
 }
+
+export function pick(row: DataRecord, columns: string[]): DataRecord {
+  if (!columns.length) return row
+  const out: DataRecord = {}
+  for (const column of columns) out[column] = row[column] ?? null
+  return out
+}
+

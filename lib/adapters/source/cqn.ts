@@ -6,13 +6,13 @@
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf } from './pager.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
-import { deltaPlan, readSegments, type DeltaPlan } from '../../engine/watermark.js'
+import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { withRetry } from '../../engine/retry.js'
 import { PipelineError } from '../../engine/errors.js'
 import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord } from '../../engine/config.js'
-import type { TrackerState } from '../types.js'
+import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
 export class CqnSourceAdapter extends BaseSourceAdapter {
   protected service?: QueryRunner
@@ -31,7 +31,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     }
   }
 
-  sourceEntity(): CsnEntity | undefined {
+  override entityDefinition(): CsnEntity | undefined {
     return this.entity
   }
 
@@ -46,8 +46,9 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
   private async *readEntity(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
     const entity = this.entity!
     const keys = keyNames(entity)
-    const segments = readSegments(this.watermarkPlan(), tracker, keys)
-    const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order)])] : dataElementNames(entity)
+    const plan = this.watermarkPlan()
+    const segments = readSegments(plan, tracker, keys)
+    const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order), ...watermarkFields(plan)])] : dataElementNames(entity)
     const exact = isDatabaseService(this.service)
     yield* pagesOf(segments, this.batchSize, request => withRetry(async () => {
       const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
@@ -72,5 +73,15 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
       if (records.length) yield records
       if (rows.length < this.batchSize) break
     }
+  }
+
+  /** Entity-shape: filters pushed to the service; query-shape: the default in-memory page. */
+  override async preview(request: PreviewRequest): Promise<PreviewResult> {
+    if (!this.entity) return super.preview(request)
+    const query = ql.SELECT.from(this.entity.name).orderBy(...keyNames(this.entity)).limit(request.top + 1, request.skip)
+    if (request.columns.length) query.columns(...request.columns)
+    if (request.filter) query.where(toCqn(request.filter))
+    const rows = (await this.service!.run(query)) as DataRecord[]
+    return { rows: rows.slice(0, request.top), hasMore: rows.length > request.top, limitedSupport: false }
   }
 }

@@ -9,18 +9,21 @@ import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { toODataFilter, type ODataVersion } from '../predicate.js'
 import { withRetry } from '../../engine/retry.js'
-import { deltaPlan, readSegments, type DeltaPlan } from '../../engine/watermark.js'
+import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { PipelineError } from '../../engine/errors.js'
 import { LOGGER } from '../../constants.js'
 import type { DataRecord } from '../../engine/config.js'
-import type { TrackerState } from '../types.js'
+import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
 const LOG = cds.log(LOGGER.odata)
 
 interface RemoteResult extends Array<DataRecord> {
   $count?: number
+  /** V4 `@odata.nextLink`, as CAP's remote service exposes it */
   $nextLink?: string
+  /** V2 `__next`, as CAP's remote service exposes it */
+  $next?: string
 }
 
 interface SendingService {
@@ -45,7 +48,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     this.entitySet = name.startsWith(`${service}.`) ? name.slice(service.length + 1) : name
   }
 
-  sourceEntity(): CsnEntity | undefined {
+  override entityDefinition(): CsnEntity | undefined {
     return this.entity
   }
 
@@ -63,7 +66,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     const keys = this.keys()
     const plan = this.watermarkPlan()
     const segments = readSegments(plan, tracker, keys)
-    const orderColumns = new Set(segments.flatMap(s => s.order))
+    const orderColumns = new Set([...segments.flatMap(s => s.order), ...watermarkFields(plan)])
     const select = this.columns ? [...new Set([...this.columns, ...orderColumns])] : undefined
     yield* pagesOf(segments, this.batchSize, request =>
       withRetry(() => this.fetchPage(request, select), this.pipeline.retry, (error, attempt, delay) =>
@@ -101,9 +104,26 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     const result = (await this.service!.send({ method: 'GET', path })) as RemoteResult | DataRecord
     if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} without a collection`)
     return {
-      records: result,
+      records: result.map(record => this.convertRecord(record)),
       count: typeof result.$count === 'number' ? result.$count : result.$count !== undefined ? Number(result.$count) : undefined,
-      nextLink: result.$nextLink,
+      nextLink: result.$nextLink ?? result.$next,
     }
+  }
+
+  /** Hook: turns one wire record into plain CDS values (V2 converts its date and time formats). */
+  protected convertRecord(record: DataRecord): DataRecord {
+    return record
+  }
+
+  /** Data inspector page with `$filter`, `$select`, `$top`, `$skip` pushed to the provider. */
+  override async preview(request: PreviewRequest): Promise<PreviewResult> {
+    const params: string[] = []
+    if (request.columns.length) params.push(`$select=${request.columns.join(',')}`)
+    if (request.filter) params.push(`$filter=${encodeURIComponent(toODataFilter(request.filter, this.typeOf, this.version))}`)
+    const keys = this.entity ? keyNames(this.entity) : []
+    if (keys.length) params.push(`$orderby=${encodeURIComponent(keys.map(k => `${k} asc`).join(','))}`)
+    params.push(`$top=${request.top + 1}`, `$skip=${request.skip}`)
+    const result = (await this.service!.send({ method: 'GET', path: `/${this.entitySet}?${params.join('&')}` })) as DataRecord[]
+    return { rows: result.slice(0, request.top).map(record => this.convertRecord(record)), hasMore: result.length > request.top, limitedSupport: false }
   }
 }

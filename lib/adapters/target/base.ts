@@ -1,5 +1,6 @@
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../engine/config.js'
-import type { AdapterContext, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
+import type { AdapterContext, PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
+import type { CsnEntity } from '../../model/csn.js'
 
 /**
  * Base of every target adapter. The engine calls `truncate` / `deleteSlice` and `writeBatch`
@@ -28,6 +29,14 @@ export abstract class BaseTargetAdapter {
 
   /** Target element names (for the default mapping); undefined when unknown. */
   elementNames(): string[] | undefined {
+    return undefined
+  }
+
+  /** Data inspector page; undefined when the target cannot be previewed (capability `none`). */
+  preview?(request: PreviewRequest): Promise<PreviewResult>
+
+  /** The target's entity definition, when the adapter has one. */
+  entityDefinition(): CsnEntity | undefined {
     return undefined
   }
 }

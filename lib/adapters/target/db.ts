@@ -4,12 +4,12 @@
  * caller's transaction (the engine's per-batch or per-run transaction).
  */
 import { BaseTargetAdapter } from './base.js'
-import { toCqn, type Predicate, fromSlice, and } from '../predicate.js'
+import { toCqn, fromSlice, and } from '../predicate.js'
 import { PipelineError } from '../../engine/errors.js'
-import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
+import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../engine/config.js'
-import type { TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
+import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
 /** Column contributed by aspect `plugin.data_pipeline.sourced`. */
 export const ORIGIN_COLUMN = 'source'
@@ -18,6 +18,9 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   protected db?: QueryRunner
   protected entity?: CsnEntity
   protected keys: string[] = []
+  /** A full run's refill of the target it truncated: the run, and the highest key written since. */
+  private refill?: { runId: string; highest?: unknown[] }
+  private keyKinds?: Array<'number' | 'string' | undefined>
 
   capabilities(): TargetCapabilities {
     return { keyAddressableUpsert: true, truncate: true, batchDelete: true, batchInsert: true }
@@ -35,8 +38,17 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
       throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: source.origin needs target.entity '${entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`, { target: 'source.origin' })
   }
 
-  targetEntity(): CsnEntity | undefined {
+  override entityDefinition(): CsnEntity | undefined {
     return this.entity
+  }
+
+  /** Data inspector page, filters pushed to the database. */
+  override async preview(request: PreviewRequest): Promise<PreviewResult> {
+    const query = ql.SELECT.from(this.entity!.name).orderBy(...this.keys).limit(request.top + 1, request.skip)
+    if (request.columns.length) query.columns(...request.columns)
+    if (request.filter) query.where(toCqn(request.filter))
+    const rows = (await this.db!.run(query)) as DataRecord[]
+    return { rows: rows.slice(0, request.top), hasMore: rows.length > request.top, limitedSupport: false }
   }
 
   override elementNames(): string[] | undefined {
@@ -47,19 +59,37 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     return this.keys
   }
 
-  async writeBatch(records: DataRecord[], _context: WriteContext): Promise<WriteStatistics> {
+  async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
     const rows = this.dedupe(records)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
-    const existing = await this.countExisting(rows)
-    await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(rows))
-    return { created: rows.length - existing, updated: existing, deleted: 0 }
+    if (this.onlyNewKeys(rows, context)) {
+      await this.db!.run(ql.INSERT.into(this.entity!.name).entries(rows))
+      return { created: rows.length, updated: 0, deleted: 0 }
+    }
+    // honest counts: a new key is created, an existing row is updated only if a value differs;
+    // unchanged rows (e.g. re-read at the watermark) are neither written nor counted
+    const existing = await this.existingRows(rows)
+    let created = 0
+    const changed = rows.filter(row => {
+      const before = existing.get(this.keyOf(row))
+      if (!before) created++
+      return !before || !sameRow(row, before)
+    })
+    if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
+    return { created, updated: changed.length - created, deleted: 0 }
   }
 
-  async truncate(_context: WriteContext): Promise<number> {
+  private keyOf(row: DataRecord): string {
+    return JSON.stringify(this.keys.map(k => normalizeKey(row[k])))
+  }
+
+  async truncate(context: WriteContext): Promise<number> {
     const origin = this.pipeline.config.source.origin
     const query = ql.DELETE.from(this.entity!.name)
     if (origin !== undefined) query.where(toCqn({ field: ORIGIN_COLUMN, op: 'eq', value: origin }))
-    return Number(await this.db!.run(query)) || 0
+    const deleted = Number(await this.db!.run(query)) || 0
+    this.refill = { runId: context.runId }
+    return deleted
   }
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
@@ -72,26 +102,97 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
 
   /** One row per key, the last occurrence wins (a row read twice within a batch). */
   private dedupe(records: DataRecord[]): DataRecord[] {
-    const byKey = new Map<string, DataRecord>()
-    for (const record of records) byKey.set(JSON.stringify(this.keys.map(k => record[k] ?? null)), record)
+    const byKey = new Map<unknown, DataRecord>()
+    const [single] = this.keys.length === 1 ? this.keys : []
+    for (const record of records) byKey.set(single ? record[single] ?? null : JSON.stringify(this.keys.map(k => record[k] ?? null)), record)
     return byKey.size === records.length ? records : [...byKey.values()]
   }
 
-  private async countExisting(rows: DataRecord[]): Promise<number> {
-    const keys = this.keys
-    let predicate: Predicate
-    if (keys.length === 1) {
-      const values = rows.map(r => r[keys[0]])
-      const query = ql.SELECT.from(this.entity!.name).columns('count(1) as count').where({ [keys[0]]: { in: values } })
-      return countOf(await this.db!.run(query))
+  /**
+   * True when none of the batch's keys can exist yet: the run truncated the target and every
+   * key is above the highest key it has written since (ordered keyset reads deliver exactly
+   * that). Such a batch is a plain INSERT with no count of existing keys; anything else (keys
+   * out of order, a second write of a key, key types whose equality the database might judge
+   * differently from JavaScript) takes the counted UPSERT.
+   */
+  private onlyNewKeys(rows: DataRecord[], context: WriteContext): boolean {
+    const refill = this.refill
+    if (refill?.runId !== context.runId) return false
+    let low: unknown[] | undefined
+    let high: unknown[] | undefined
+    for (const row of rows) {
+      const key = this.keys.map(k => row[k])
+      if (!this.orderedKey(key)) {
+        this.refill = undefined
+        return false
+      }
+      if (!low || compareKeys(key, low) < 0) low = key
+      if (!high || compareKeys(key, high) > 0) high = key
     }
-    predicate = { or: rows.map(row => and(...keys.map(k => ({ field: k, op: 'eq' as const, value: row[k] ?? null })))!) }
-    const query = ql.SELECT.from(this.entity!.name).columns('count(1) as count').where(toCqn(predicate))
-    return countOf(await this.db!.run(query))
+    const fresh = !refill.highest || compareKeys(low!, refill.highest) > 0
+    if (!refill.highest || compareKeys(high!, refill.highest) > 0) refill.highest = high
+    return fresh
   }
+
+  /** Keys of integer and string types, where distinct in JavaScript means distinct in the database. */
+  private orderedKey(key: unknown[]): boolean {
+    this.keyKinds ??= this.keys.map(k => {
+      const type = builtinType(this.entity!.elements[k])
+      return type === 'cds.String' ? 'string' : type && INTEGER_TYPES.has(type) ? 'number' : undefined
+    })
+    return key.every((value, i) => this.keyKinds![i] !== undefined && typeof value === this.keyKinds![i] && (typeof value !== 'number' || Number.isSafeInteger(value)))
+  }
+
+  /** The stored rows of the batch's keys, by key, with the columns the batch writes. */
+  private async existingRows(rows: DataRecord[]): Promise<Map<string, DataRecord>> {
+    const keys = this.keys
+    const columns = [...new Set([...keys, ...Object.keys(rows[0])])].filter(c => this.entity!.elements[c])
+    const where = keys.length === 1
+      ? { [keys[0]]: { in: rows.map(r => r[keys[0]]) } }
+      : toCqn({ or: rows.map(row => and(...keys.map(k => ({ field: k, op: 'eq' as const, value: row[k] ?? null })))!) })
+    const found = (await this.db!.run(ql.SELECT.from(this.entity!.name).columns(...columns).where(where))) as DataRecord[]
+    return new Map(found.map(row => [this.keyOf(row), row]))
+  }
+
 }
 
-function countOf(result: unknown): number {
-  const row = Array.isArray(result) ? result[0] : result
-  return Number((row as { count?: unknown })?.count ?? 0)
+const INTEGER_TYPES = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8', 'cds.Integer64'])
+
+/** Orders key tuples of numbers and strings (values of one position share one type). */
+function compareKeys(a: unknown[], b: unknown[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number | string
+    const y = b[i] as number | string
+    if (x !== y) return x < y ? -1 : 1
+  }
+  return 0
 }
+
+function normalizeKey(value: unknown): unknown {
+  return typeof value === 'bigint' ? String(value) : value ?? null
+}
+
+/** True when every written column already holds the same value (types as the database returns them). */
+export function sameRow(incoming: DataRecord, stored: DataRecord): boolean {
+  return Object.keys(incoming).every(column => !(column in stored) || sameValue(incoming[column], stored[column]))
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null)
+  if (typeof a === 'boolean' || typeof b === 'boolean') return asBoolean(a) !== undefined && asBoolean(a) === asBoolean(b) // SQLite stores 1/0
+  const [x, y] = [String(a), String(b)]
+  if (x === y) return true
+  if (NUMERIC.test(x) && NUMERIC.test(y)) return Number(x) === Number(y) // Decimal '0.10' vs 0.1
+  if (ISO_DATE.test(x) && ISO_DATE.test(y)) return Date.parse(x) === Date.parse(y) // '…00Z' vs '…00.000Z'
+  return false
+}
+
+function asBoolean(value: unknown): boolean | undefined {
+  if (value === true || value === 1 || value === '1' || value === 'true') return true
+  if (value === false || value === 0 || value === '0' || value === 'false') return false
+  return undefined
+}
+
+const NUMERIC = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/

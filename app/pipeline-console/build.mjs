@@ -1,0 +1,125 @@
+#!/usr/bin/env node
+// Builds the console into dist/console/: a self-contained OpenUI5 build by UI5 tooling (TypeScript
+// transpiled by ui5-tooling-transpile, every module the app needs in one resources/sap-ui-custom.js),
+// pruned to what the browser loads: the used libraries' sap_horizon CSS, fonts and English texts.
+// The result is cached by a hash of the sources and tool versions, so an unchanged console is not
+// rebuilt (`--force` rebuilds). Run through `npm run build:console` (Node 22 from the devDependency).
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.resolve(here, '..', '..')
+const require = createRequire(path.join(root, 'package.json'))
+const out = path.join(root, 'dist', 'console')
+const staging = path.join(root, 'node_modules', '.cache', 'pipeline-console', 'build')
+const INFO = '.build-info.json'
+const force = process.argv.includes('--force')
+
+/** The OpenUI5 libraries the console uses (sap.m needs sap.ui.unified and sap.ui.layout). */
+export const LIBRARIES = ['sap/ui/core', 'sap/m', 'sap/f', 'sap/ui/layout', 'sap/ui/unified']
+export const THEME = 'sap_horizon'
+
+function filesOf(dir, prefix = '') {
+  if (!fs.existsSync(dir)) return []
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap(entry => {
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name
+    return entry.isDirectory() ? filesOf(path.join(dir, entry.name), rel) : [rel]
+  })
+}
+
+function inputsHash() {
+  const hash = createHash('sha256')
+  for (const file of ['ui5.yaml', 'package.json', 'build.mjs', ...filesOf(path.join(here, 'webapp')).map(f => `webapp/${f}`)].sort()) {
+    hash.update(file).update(fs.readFileSync(path.join(here, file)))
+  }
+  for (const pkg of ['@ui5/cli', 'ui5-tooling-transpile', ...['sap.ui.core', 'sap.m', 'sap.f', 'sap.ui.layout', 'sap.ui.unified', 'themelib_sap_horizon'].map(l => `@openui5/${l}`)]) {
+    hash.update(`${pkg}@${require(`${pkg}/package.json`).version}`)
+  }
+  return hash.digest('hex').slice(0, 16)
+}
+
+/** Whether a file of the UI5 build output is needed at run time. */
+export function keep(file) {
+  if (/(-dbg(\.[a-z]+)?\.js|\.map|\.ts|\.less)$/.test(file)) return false
+  if (file.startsWith('test-resources/')) return false
+  if (!file.startsWith('resources/')) return true // the app's own files
+  const res = file.slice('resources/'.length)
+  if (res === 'sap-ui-custom.js') return true
+  if (res === 'sap/ui/core/cldr/en.json') return true
+  const lib = LIBRARIES.find(l => res.startsWith(`${l}/`))
+  if (!lib) return false
+  const rest = res.slice(lib.length + 1)
+  if (/^messagebundle(_en)?\.properties$/.test(rest)) return true
+  const theme = /^themes\/([^/]+)\/(.*)$/.exec(rest)
+  if (!theme) return false
+  const [, name, inner] = theme
+  // compiled CSS and parameters of the one theme; fonts and images it references (also from base)
+  if (name === THEME && (inner === 'library.css' || inner === 'library-parameters.json')) return true
+  return (name === THEME || name === 'base') && /^(fonts|img)\//.test(inner)
+  return false
+}
+
+function run(command, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let log = ''
+    child.stdout.on('data', chunk => { log += chunk })
+    child.stderr.on('data', chunk => { log += chunk })
+    child.on('error', reject)
+    child.on('exit', code => code === 0 ? resolve(log) : reject(new Error(`ui5 build failed (${code}):\n${log.slice(-6000)}`)))
+  })
+}
+
+const started = Date.now()
+const hash = inputsHash()
+const info = path.join(out, INFO)
+if (!force && fs.existsSync(info) && JSON.parse(fs.readFileSync(info, 'utf8')).hash === hash) {
+  console.log(`console: dist/console is up to date (${hash})`)
+  process.exit(0)
+}
+
+const ui5 = require.resolve('@ui5/cli/bin/ui5.cjs')
+// --prune-only (development): reuse the last UI5 build output, only redo the selection
+if (!(process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')))) {
+  console.log('console: ui5 build self-contained (TypeScript → JavaScript, one bundle, sap_horizon) …')
+  await run(process.execPath, [ui5, 'build', 'self-contained', '--all', '--dest', staging, '--clean-dest',
+  // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle
+    '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload'], here)
+}
+
+fs.rmSync(out, { recursive: true, force: true })
+let bytes = 0
+const kept = []
+for (const file of filesOf(staging).filter(keep)) {
+  const to = path.join(out, file)
+  fs.mkdirSync(path.dirname(to), { recursive: true })
+  fs.copyFileSync(path.join(staging, file), to)
+  bytes += fs.statSync(to).size
+  kept.push(file)
+}
+// texts and locale data are plain source files of the libraries (English only: index.html sets it)
+const sources = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
+for (const lib of LIBRARIES) {
+  const src = path.join(path.dirname(require.resolve(`@openui5/${sources[lib]}/package.json`)), 'src', lib)
+  const wanted = ['messagebundle.properties', 'messagebundle_en.properties', ...(lib === 'sap/ui/core' ? ['cldr/en.json'] : [])]
+  for (const name of wanted) {
+    if (!fs.existsSync(path.join(src, name))) continue
+    const rel = `resources/${lib}/${name}`
+    const to = path.join(out, rel)
+    fs.mkdirSync(path.dirname(to), { recursive: true })
+    let text = fs.readFileSync(path.join(src, name), 'utf8')
+    // .properties are read as ISO-8859-1: escape everything else (as UI5 tooling's escapeNonAsciiCharacters)
+    if (name.endsWith('.properties')) text = text.replace(/[^\x00-\x7f]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    fs.writeFileSync(to, text)
+    bytes += fs.statSync(to).size
+    kept.push(rel)
+  }
+}
+if (!kept.includes('resources/sap-ui-custom.js') || !kept.includes('index.html')) throw new Error('console build: the self-contained bundle or index.html is missing')
+const seconds = ((Date.now() - started) / 1000).toFixed(1)
+fs.writeFileSync(info, JSON.stringify({ hash, files: kept.length, bytes, seconds: Number(seconds) }, null, 2))
+console.log(`console: dist/console built in ${seconds} s: ${kept.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MiB`)

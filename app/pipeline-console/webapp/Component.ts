@@ -1,0 +1,29 @@
+import UIComponent from "sap/ui/core/UIComponent";
+import JSONModel from "sap/ui/model/json/JSONModel";
+import Device from "sap/ui/Device";
+
+/**
+ * @namespace pipeline.console
+ */
+export default class Component extends UIComponent {
+	public static metadata = {
+		manifest: "json",
+		interfaces: ["sap.ui.core.IAsyncContentCreation"]
+	};
+
+	public init(): void {
+		super.init();
+		const device = new JSONModel(Device);
+		device.setDefaultBindingMode("OneWay");
+		this.setModel(device, "device");
+		// view state shared by the three columns (layout, selection, polling, inspector)
+		this.setModel(new JSONModel({
+			layout: "OneColumn",
+			selected: null,
+			anyRunning: false,
+			pollInterval: 30000,
+			lastPoll: null,
+			progress: null
+		}), "ui");
+	}
+}

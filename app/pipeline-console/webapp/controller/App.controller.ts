@@ -1,0 +1,648 @@
+import Controller from "sap/ui/core/mvc/Controller";
+import type View from "sap/ui/core/mvc/View";
+import type JSONModel from "sap/ui/model/json/JSONModel";
+import type ODataModel from "sap/ui/model/odata/v4/ODataModel";
+import type ODataListBinding from "sap/ui/model/odata/v4/ODataListBinding";
+import type ODataContextBinding from "sap/ui/model/odata/v4/ODataContextBinding";
+import type Context from "sap/ui/model/odata/v4/Context";
+import type ResourceModel from "sap/ui/model/resource/ResourceModel";
+import type ResourceBundle from "sap/base/i18n/ResourceBundle";
+import Filter from "sap/ui/model/Filter";
+import FilterOperator from "sap/ui/model/FilterOperator";
+import DateFormat from "sap/ui/core/format/DateFormat";
+import formatMessage from "sap/base/strings/formatMessage";
+import MessageBox from "sap/m/MessageBox";
+import MessageToast from "sap/m/MessageToast";
+import Table from "sap/m/Table";
+import Column from "sap/m/Column";
+import ColumnListItem from "sap/m/ColumnListItem";
+import Text from "sap/m/Text";
+import type Dialog from "sap/m/Dialog";
+import type Page from "sap/m/Page";
+import type Select from "sap/m/Select";
+import type Event from "sap/ui/base/Event";
+import type Control from "sap/ui/core/Control";
+import type { ListBase$SelectionChangeEvent } from "sap/m/ListBase";
+import type { SearchField$LiveChangeEvent } from "sap/m/SearchField";
+import type { Switch$ChangeEvent } from "sap/m/Switch";
+import type { IconTabBar$SelectEvent } from "sap/m/IconTabBar";
+import type { FlexibleColumnLayout$StateChangeEvent } from "sap/f/FlexibleColumnLayout";
+import Api, { apiError } from "../model/Api";
+import type { GraphData } from "../control/layout";
+
+/** Poll intervals (SPEC "Limits"): 30 s while no pipeline runs, 3 s while any runs. */
+export const POLL_IDLE = 30000;
+export const POLL_RUNNING = 3000;
+const PREVIEW_ROWS = 10;
+
+interface ConfigField {
+	path: string;
+	coded: unknown;
+	override: unknown;
+	effective: unknown;
+	source: "override" | "coded" | "default";
+	overridable: boolean;
+	draft?: string;
+}
+
+interface InspectResult {
+	columns: Array<{ name: string; type: string }>;
+	rows: Array<Record<string, unknown>>;
+	hasMore: boolean;
+	limitedSupport: boolean;
+}
+
+interface FlowData extends GraphData {
+	deviations: Array<{ path: string; value: unknown; default: unknown }>;
+	hooks: Array<{ phase: string; event: string; scope: string; handler: string }>;
+	hasDeviations?: boolean;
+}
+
+interface InspectorFilter {
+	field: string;
+	op: string;
+	value: string;
+}
+
+const display = (value: unknown): string => value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
+
+/**
+ * The console: column 1 lists the pipelines and draws the landscape, column 2 shows one
+ * pipeline (overview, runs, configuration, data flow, preview), column 3 is the data inspector.
+ * Everything goes through DataPipelineManagementService at /pipeline/.
+ *
+ * @namespace pipeline.console.controller
+ */
+export default class App extends Controller {
+	private api!: Api;
+	private pollTimer?: ReturnType<typeof setTimeout>;
+	private polling?: Promise<void>;
+	private readonly dateFormat = DateFormat.getDateTimeInstance({ style: "medium" });
+	private valueHelpsResumed = false;
+
+	public onInit(): void {
+		this.api = new Api(this.odata());
+		this.ui().setProperty("/inspector", this.emptyInspector("target"));
+		// first load, then poll
+		void this.poll();
+	}
+
+	public onExit(): void {
+		clearTimeout(this.pollTimer);
+	}
+
+	// ---------------------------------------------------------------- helpers
+
+	private odata(): ODataModel {
+		return this.getOwnerComponent()!.getModel() as ODataModel;
+	}
+
+	private ui(): JSONModel {
+		return this.getOwnerComponent()!.getModel("ui") as JSONModel;
+	}
+
+	private bundle(): ResourceBundle {
+		return (this.getOwnerComponent()!.getModel("i18n") as ResourceModel).getResourceBundle() as ResourceBundle;
+	}
+
+	private text(key: string, args: unknown[] = []): string {
+		return this.bundle().getText(key, args.map(display)) ?? key;
+	}
+
+	private control<T extends Control>(id: string): T {
+		return (this.getView() as View).byId(id) as T;
+	}
+
+	private selected(): string | null {
+		return this.ui().getProperty("/selected") as string | null;
+	}
+
+	/** Shows an API error as a readable message (MessageBox with code, status and target). */
+	private showError(error: unknown): void {
+		const e = apiError(error);
+		const details = [e.code, e.status ? `HTTP ${e.status}` : "", e.target ? `target: ${e.target}` : ""].filter(Boolean).join(" · ");
+		MessageBox.error(e.message, { title: this.text("errorTitle"), details: details || undefined });
+	}
+
+	private emptyInspector(side: "source" | "target") {
+		return {
+			side, top: 50, skip: 0, from: 0, to: 0, hasMore: false, limitedSupport: false,
+			capabilities: { source: "", target: "" }, sideCapability: "",
+			allColumns: [] as Array<{ name: string; type: string }>, selectedColumns: [] as string[], filters: [] as InspectorFilter[]
+		};
+	}
+
+	// ---------------------------------------------------------------- formatters
+
+	public formatMessage(pattern: string, ...args: unknown[]): string {
+		return pattern ? formatMessage(pattern, args.map(display)) : "";
+	}
+
+	public formatLastSync(value: string | null): string {
+		return value ? this.formatDateTime(value) : this.text("neverRun");
+	}
+
+	public formatDateTime(value: string | null): string {
+		return value ? this.dateFormat.format(new Date(value)) : "";
+	}
+
+	public formatJson(value: unknown): string {
+		return value === null || value === undefined ? "" : JSON.stringify(value);
+	}
+
+	public formatPollInfo(anyRunning: boolean, interval: number): string {
+		return this.text(anyRunning ? "pollRunning" : "pollIdle", [Math.round((interval || POLL_IDLE) / 1000)]);
+	}
+
+	public formatProgress(pattern: string, progress: { created: number; updated: number; deleted: number } | null): string {
+		if (!pattern) return "";
+		if (!progress) return `${pattern}: ${this.text("progressStarting")}`;
+		const total = progress.created + progress.updated + progress.deleted;
+		return `${pattern}: ${this.text("progressValue", [total, progress.created, progress.updated, progress.deleted])}`;
+	}
+
+	public formatDeviations(deviations: FlowData["deviations"] | undefined): string {
+		if (!deviations?.length) return "";
+		return `${this.text("deviations")}: ${deviations.map(d => `${d.path} = ${display(d.value)} (default ${display(d.default)})`).join("; ")}`;
+	}
+
+	// ---------------------------------------------------------------- polling
+
+	/** Refreshes the list, the graphs and the open pipeline; then schedules the next poll. */
+	private poll(): Promise<void> {
+		clearTimeout(this.pollTimer);
+		if (this.polling) return this.polling;
+		this.polling = (async () => {
+			try {
+				const name = this.selected();
+				await Promise.all([
+					this.refreshList(),
+					this.loadLandscape(),
+					name ? this.refreshDetail(name) : undefined
+				]);
+			} finally {
+				this.polling = undefined;
+				const interval = this.ui().getProperty("/anyRunning") ? POLL_RUNNING : POLL_IDLE;
+				this.ui().setProperty("/pollInterval", interval);
+				this.ui().setProperty("/lastPoll", Date.now());
+				this.pollTimer = setTimeout(() => void this.poll(), interval);
+			}
+		})();
+		return this.polling;
+	}
+
+	/** Pipelines currently running (all of them, independent of the list's search). */
+	private async runningPipelines(): Promise<Set<string>> {
+		const binding = this.odata().bindList("/Pipelines", undefined, undefined, new Filter("status", FilterOperator.EQ, "running"), { $select: "name,status,currentRun" }) as ODataListBinding;
+		try {
+			const contexts = await binding.requestContexts(0, 1000);
+			return new Set(contexts.map(c => c.getProperty("name") as string));
+		} finally {
+			binding.destroy();
+		}
+	}
+
+	private async refreshList(): Promise<void> {
+		const binding = this.control<Table>("pipelineTable").getBinding("items") as ODataListBinding | undefined;
+		try {
+			const [running] = await Promise.all([this.runningPipelines(), binding?.requestRefresh()]);
+			this.ui().setProperty("/anyRunning", running.size > 0);
+			this.ui().setProperty("/running", [...running]);
+			this.ui().setProperty("/loadError", null);
+		} catch (error) {
+			this.ui().setProperty("/loadError", this.text("loadError", [apiError(error).message]));
+		}
+	}
+
+	private async loadLandscape(): Promise<void> {
+		try {
+			const data = await this.api.landscape<GraphData>();
+			const running = new Set((this.ui().getProperty("/running") ?? []) as string[]);
+			for (const node of data.nodes) if (node.kind === "pipeline") node.running = running.has(node.key.replace(/^pipeline:/, ""));
+			this.ui().setProperty("/landscape", data);
+		} catch (error) {
+			this.ui().setProperty("/loadError", this.text("loadError", [apiError(error).message]));
+		}
+	}
+
+	private async refreshDetail(name: string): Promise<void> {
+		const binding = this.control<Page>("detailPage").getElementBinding() as ODataContextBinding | undefined;
+		await Promise.all([
+			binding?.requestRefresh().catch(() => undefined),
+			this.loadFlow(name)
+		]);
+	}
+
+	public onRefresh(): void {
+		void this.poll();
+	}
+
+	// ---------------------------------------------------------------- column 1
+
+	public onSearch(event: SearchField$LiveChangeEvent): void {
+		const query = (event.getParameter("newValue") ?? (event.getSource() as unknown as { getValue(): string }).getValue() ?? "").trim();
+		const binding = this.control<Table>("pipelineTable").getBinding("items") as ODataListBinding;
+		binding.filter(query ? new Filter({
+			filters: [
+				new Filter({ path: "name", operator: FilterOperator.Contains, value1: query, caseSensitive: false }),
+				new Filter({ path: "description", operator: FilterOperator.Contains, value1: query, caseSensitive: false })
+			],
+			and: false
+		}) : []);
+	}
+
+	public onSelectionChange(event: ListBase$SelectionChangeEvent): void {
+		const item = event.getParameter("listItem");
+		const name = item?.getBindingContext()?.getProperty("name") as string | undefined;
+		if (name) this.select(name);
+	}
+
+	public onItemPress(event: Event): void {
+		const name = (event.getSource() as Control).getBindingContext()?.getProperty("name") as string | undefined;
+		if (name) this.select(name);
+	}
+
+	/** Keeps the selected row selected after a refresh re-created the rows. */
+	public onListUpdated(): void {
+		const table = this.control<Table>("pipelineTable");
+		const name = this.selected();
+		for (const item of table.getItems()) {
+			const isSelected = Boolean(name) && item.getBindingContext()?.getProperty("name") === name;
+			if ((item as ColumnListItem).getSelected() !== isSelected) (item as ColumnListItem).setSelected(isSelected);
+		}
+	}
+
+	public onLandscapeNodePress(event: Event<{ key: string; kind: string }>): void {
+		const key = event.getParameter("key");
+		if (event.getParameter("kind") === "pipeline" && key) this.select(key.replace(/^pipeline:/, ""));
+	}
+
+	private select(name: string): void {
+		const changed = this.selected() !== name;
+		this.ui().setProperty("/selected", name);
+		this.ui().setProperty("/progress", null);
+		const page = this.control<Page>("detailPage");
+		if (changed || !page.getElementBinding()) page.bindElement({ path: Api.pipelinePath(name) });
+		if (this.ui().getProperty("/layout") === "OneColumn") this.ui().setProperty("/layout", "TwoColumnsMidExpanded");
+		this.onListUpdated();
+		if (changed) {
+			this.ui().setProperty("/flow", null);
+			this.ui().setProperty("/config", null);
+			this.ui().setProperty("/inspector", this.emptyInspector("target"));
+			if (this.ui().getProperty("/layout").startsWith("Three")) this.ui().setProperty("/layout", "TwoColumnsMidExpanded");
+			void this.loadFlow(name);
+			void this.loadConfig(name);
+			const tab = this.control<Control & { getSelectedKey(): string }>("detailTabs").getSelectedKey();
+			if (tab === "preview") void this.loadPreview(name);
+		}
+	}
+
+	public onStateChange(event: FlexibleColumnLayout$StateChangeEvent): void {
+		this.ui().setProperty("/maxColumns", event.getParameter("maxColumnsCount"));
+	}
+
+	// ---------------------------------------------------------------- column 2
+
+	public onCloseDetail(): void {
+		this.ui().setProperty("/layout", "OneColumn");
+		this.ui().setProperty("/selected", null);
+		this.onListUpdated();
+	}
+
+	public onTabSelect(event: IconTabBar$SelectEvent): void {
+		const name = this.selected();
+		if (!name) return;
+		const key = event.getParameter("key");
+		if (key === "config") void this.loadConfig(name);
+		if (key === "flow") void this.loadFlow(name);
+		if (key === "preview") void this.loadPreview(name);
+	}
+
+	/** Progress of the active run: the running run's statistics, advanced after every batch. */
+	public onRunsUpdated(): void {
+		const table = this.control<Table>("runsTable");
+		const running = table.getItems().map(i => i.getBindingContext() as Context | null).find(c => c?.getProperty("status") === "running");
+		this.ui().setProperty("/progress", running ? {
+			created: Number(running.getProperty("statistics_created") ?? 0),
+			updated: Number(running.getProperty("statistics_updated") ?? 0),
+			deleted: Number(running.getProperty("statistics_deleted") ?? 0)
+		} : null);
+	}
+
+	private async loadFlow(name: string): Promise<void> {
+		try {
+			const flow = await this.api.flow<FlowData>(name);
+			if (this.selected() !== name) return;
+			flow.hasDeviations = flow.deviations.length > 0;
+			const running = ((this.ui().getProperty("/running") ?? []) as string[]).includes(name);
+			for (const node of flow.nodes) node.running = running && node.kind === "event";
+			this.ui().setProperty("/flow", flow);
+		} catch (error) {
+			this.ui().setProperty("/flow", null);
+			this.showError(error);
+		}
+	}
+
+	private async loadConfig(name: string): Promise<void> {
+		try {
+			const view = await this.api.configView<{ fields: ConfigField[] }>(name);
+			if (this.selected() !== name) return;
+			for (const field of view.fields) field.draft = field.source === "override" ? JSON.stringify(field.override) : "";
+			this.ui().setProperty("/config", view);
+		} catch (error) {
+			this.showError(error);
+		}
+	}
+
+	private async loadPreview(name: string): Promise<void> {
+		const table = this.control<Table>("previewTable");
+		try {
+			const result = await this.api.inspect<InspectResult>(name, { side: "target", top: PREVIEW_ROWS, skip: 0 });
+			if (this.selected() === name) this.fillTable(table, result);
+		} catch (error) {
+			this.fillTable(table, { columns: [], rows: [], hasMore: false, limitedSupport: false });
+			this.showError(error);
+		}
+	}
+
+	/** Builds columns and rows of a preview table from an inspectData result. */
+	private fillTable(table: Table, result: InspectResult): void {
+		table.destroyColumns();
+		table.destroyItems();
+		for (const column of result.columns) table.addColumn(new Column({ header: new Text({ text: column.name, tooltip: column.type }) }));
+		for (const row of result.rows)
+			table.addItem(new ColumnListItem({ cells: result.columns.map(c => new Text({ text: display(row[c.name]), wrapping: false })) }));
+	}
+
+	public async onEnabledChange(event: Switch$ChangeEvent): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		const enabled = Boolean(event.getParameter("state"));
+		try {
+			await this.api.bound(name, "setEnabled", { enabled });
+			MessageToast.show(this.text("enabledChanged", [name, this.text(enabled ? "enabledWord" : "disabledWord")]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await this.poll();
+	}
+
+	public onOpenStart(): void {
+		if (!this.valueHelpsResumed) {
+			// the value helps load when first needed
+			for (const id of ["startMode", "startTrigger"]) (this.control<Select>(id).getBinding("items") as ODataListBinding).resume();
+			this.valueHelpsResumed = true;
+		}
+		this.ui().setProperty("/start", { mode: "", trigger: "manual", async: true });
+		this.control<Dialog>("startDialog").open();
+	}
+
+	public onCloseDialog(event: Event): void {
+		((event.getSource() as Control).getParent() as Dialog).close();
+	}
+
+	public async onStart(): Promise<void> {
+		const name = this.selected();
+		this.control<Dialog>("startDialog").close();
+		if (!name) return;
+		const { mode, trigger, async } = this.ui().getProperty("/start") as { mode: string; trigger: string; async: boolean };
+		const running = this.api.bound(name, "start", { mode: mode || undefined, trigger: trigger || undefined, async });
+		if (async) {
+			try {
+				const result = await running;
+				MessageToast.show(this.text("runStarted", [result.runId, name]));
+			} catch (error) {
+				this.showError(error);
+			}
+			await this.poll();
+		} else {
+			// a synchronous run: show it as running while it goes on
+			setTimeout(() => void this.poll(), 300);
+			try {
+				const result = await running;
+				const s = (result.statistics ?? {}) as { created?: number; updated?: number; deleted?: number };
+				MessageToast.show(this.text("runFinished", [name, s.created ?? 0, s.updated ?? 0, s.deleted ?? 0]));
+			} catch (error) {
+				this.showError(error);
+			}
+			await this.poll();
+		}
+	}
+
+	public onFlush(): void {
+		const name = this.selected();
+		if (!name) return;
+		MessageBox.confirm(this.text("flushConfirm", [name]), {
+			emphasizedAction: MessageBox.Action.OK,
+			onClose: async (action: string | null) => {
+				if (action !== MessageBox.Action.OK) return;
+				try {
+					await this.api.unbound("flush", { name });
+					MessageToast.show(this.text("flushDone", [name]));
+				} catch (error) {
+					this.showError(error);
+				}
+				await this.poll();
+			}
+		});
+	}
+
+	public onOpenSchedule(): void {
+		this.ui().setProperty("/scheduleForm", { every: 10, unit: "60000", engine: "spawn", cron: "" });
+		this.control<Dialog>("scheduleDialog").open();
+	}
+
+	public async onSetSchedule(): Promise<void> {
+		const name = this.selected();
+		this.control<Dialog>("scheduleDialog").close();
+		if (!name) return;
+		const form = this.ui().getProperty("/scheduleForm") as { every: number; unit: string; engine: string; cron: string };
+		try {
+			const row = await this.api.bound(name, "setSchedule", {
+				every: form.cron ? undefined : Math.round(Number(form.every) * Number(form.unit)),
+				cron: form.cron || undefined,
+				engine: form.engine
+			});
+			MessageToast.show(this.text("scheduleSet", [name, row.schedule]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await Promise.all([this.poll(), this.loadConfig(name)]);
+	}
+
+	public async onClearSchedule(): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		try {
+			await this.api.bound(name, "clearSchedule");
+			MessageToast.show(this.text("scheduleCleared", [name]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await Promise.all([this.poll(), this.loadConfig(name)]);
+	}
+
+	public async onSaveOverrides(): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		const fields = ((this.ui().getProperty("/config/fields") ?? []) as ConfigField[]).filter(f => f.overridable);
+		const changes: Record<string, unknown> = {};
+		const cleared: string[] = [];
+		for (const field of fields) {
+			const draft = (field.draft ?? "").trim();
+			const current = field.source === "override" ? JSON.stringify(field.override) : "";
+			if (draft === current) continue;
+			if (!draft) {
+				if (field.source === "override") cleared.push(field.path);
+				continue;
+			}
+			try {
+				changes[field.path] = JSON.parse(draft);
+			} catch {
+				// a bare word such as full is taken as a string
+				if (/^[\w.-]+$/.test(draft) && !/^\d/.test(draft)) changes[field.path] = draft;
+				else return this.showError(new Error(this.text("invalidJson", [field.path, draft])));
+			}
+		}
+		if (!Object.keys(changes).length && !cleared.length) {
+			MessageToast.show(this.text("noOverrideChanges"));
+			return;
+		}
+		try {
+			if (Object.keys(changes).length) await this.api.bound(name, "setOverrides", { overrides: JSON.stringify(changes) });
+			if (cleared.length) await this.api.bound(name, "clearOverrides", { keys: cleared.join(",") });
+			MessageToast.show(this.text("overridesSaved", [name]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await Promise.all([this.loadConfig(name), this.poll()]);
+	}
+
+	public async onClearOverride(event: Event): Promise<void> {
+		const name = this.selected();
+		const path = (event.getSource() as Control).getBindingContext("ui")?.getProperty("path") as string | undefined;
+		if (!name || !path) return;
+		try {
+			await this.api.bound(name, "clearOverrides", { keys: path });
+			MessageToast.show(this.text("overrideCleared", [name, path]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await Promise.all([this.loadConfig(name), this.poll()]);
+	}
+
+	public onShowRunError(event: Event): void {
+		const raw = (event.getSource() as Control).getBindingContext()?.getProperty("error") as string | null;
+		let message = raw ?? "";
+		let details: string | undefined;
+		try {
+			const parsed = JSON.parse(message) as { message?: string; code?: string };
+			details = JSON.stringify(parsed, null, 2);
+			message = parsed.message ?? message;
+		} catch {
+			/* plain text */
+		}
+		MessageBox.error(message, { title: this.text("runErrorTitle"), details });
+	}
+
+	// ---------------------------------------------------------------- column 3
+
+	public async onOpenInspector(): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		this.ui().setProperty("/layout", "ThreeColumnsEndExpanded");
+		const inspector = this.emptyInspector(this.ui().getProperty("/inspector/side") === "source" ? "source" : "target");
+		this.ui().setProperty("/inspector", inspector);
+		try {
+			const capabilities = await this.api.capabilities<{ source: string; target: string }>(name);
+			this.ui().setProperty("/inspector/capabilities", capabilities);
+			this.ui().setProperty("/inspector/sideCapability", capabilities[inspector.side]);
+		} catch (error) {
+			this.showError(error);
+		}
+		await this.loadInspector();
+	}
+
+	public onCloseInspector(): void {
+		this.ui().setProperty("/layout", "TwoColumnsMidExpanded");
+	}
+
+	public async onSideChange(): Promise<void> {
+		const side = this.ui().getProperty("/inspector/side") as "source" | "target";
+		const capabilities = this.ui().getProperty("/inspector/capabilities") as { source: string; target: string };
+		this.ui().setProperty("/inspector", { ...this.emptyInspector(side), capabilities, sideCapability: capabilities[side] });
+		await this.loadInspector();
+	}
+
+	public onAddFilter(): void {
+		const filters = [...(this.ui().getProperty("/inspector/filters") as InspectorFilter[])];
+		const columns = this.ui().getProperty("/inspector/allColumns") as Array<{ name: string }>;
+		filters.push({ field: columns[0]?.name ?? "", op: "eq", value: "" });
+		this.ui().setProperty("/inspector/filters", filters);
+	}
+
+	public onRemoveFilter(event: Event): void {
+		const path = (event.getSource() as Control).getBindingContext("ui")?.getPath() ?? "";
+		const index = Number(path.split("/").pop());
+		const filters = (this.ui().getProperty("/inspector/filters") as InspectorFilter[]).filter((_, i) => i !== index);
+		this.ui().setProperty("/inspector/filters", filters);
+	}
+
+	public async onApplyInspector(): Promise<void> {
+		this.ui().setProperty("/inspector/skip", 0);
+		await this.loadInspector();
+	}
+
+	public async onPrevPage(): Promise<void> {
+		const { skip, top } = this.ui().getProperty("/inspector") as { skip: number; top: number };
+		this.ui().setProperty("/inspector/skip", Math.max(0, skip - top));
+		await this.loadInspector();
+	}
+
+	public async onNextPage(): Promise<void> {
+		const { skip, top } = this.ui().getProperty("/inspector") as { skip: number; top: number };
+		this.ui().setProperty("/inspector/skip", skip + top);
+		await this.loadInspector();
+	}
+
+	/** A typed filter value: numbers and booleans as such when the column is not a string. */
+	private filterValue(filter: InspectorFilter, columns: Array<{ name: string; type: string }>): unknown {
+		const type = columns.find(c => c.name === filter.field)?.type ?? "cds.String";
+		const value = filter.value.trim();
+		if (value === "null") return null;
+		if (/Integer|Decimal|Double|Int\d+/.test(type) && value !== "" && !Number.isNaN(Number(value))) return Number(value);
+		if (type === "cds.Boolean" && (value === "true" || value === "false")) return value === "true";
+		return filter.value;
+	}
+
+	private async loadInspector(): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		const state = this.ui().getProperty("/inspector") as ReturnType<App["emptyInspector"]>;
+		const table = this.control<Table>("inspectorTable");
+		const top = Math.min(200, Math.max(1, Math.round(Number(state.top) || 50)));
+		const filters = state.filters.filter(f => f.field).map(f => ({ field: f.field, op: f.op, value: this.filterValue(f, state.allColumns) }));
+		table.setBusy(true);
+		try {
+			const result = await this.api.inspect<InspectResult>(name, {
+				side: state.side,
+				columnsJson: state.selectedColumns.length ? JSON.stringify(state.selectedColumns) : undefined,
+				filters: filters.length ? JSON.stringify(filters) : undefined,
+				top,
+				skip: state.skip
+			});
+			if (this.selected() !== name) return;
+			if (!state.selectedColumns.length && result.columns.length) this.ui().setProperty("/inspector/allColumns", result.columns);
+			this.ui().setProperty("/inspector/top", top);
+			this.ui().setProperty("/inspector/hasMore", result.hasMore);
+			this.ui().setProperty("/inspector/limitedSupport", result.limitedSupport);
+			this.ui().setProperty("/inspector/from", result.rows.length ? state.skip + 1 : 0);
+			this.ui().setProperty("/inspector/to", state.skip + result.rows.length);
+			this.fillTable(table, result);
+		} catch (error) {
+			this.showError(error);
+		} finally {
+			table.setBusy(false);
+		}
+	}
+}

@@ -1,0 +1,68 @@
+// Demo consumer: registers three pipelines once the app is served, runs them once, and logs
+// every finished run. Schedules keep `orders` (30 s) and `products` (5 min) up to date.
+const cds = require('@sap/cds')
+
+const LOG = cds.log('demo')
+
+cds.on('served', async () => {
+  const engine = await cds.connect.to('data-pipeline')
+
+  // 1. Delta replication from the provider's OData V4 service into the consumption view demo.Orders:
+  //    each run reads only orders whose modifiedAt is at or after the stored watermark.
+  await engine.addPipeline({
+    name: 'orders',
+    description: 'Sales orders from the provider, delta by modifiedAt',
+    source: { service: 'SalesService', entity: 'Orders', batchSize: 500 },
+    target: { entity: 'demo.Orders' },
+    delta: { mode: 'timestamp', field: 'modifiedAt' },
+    schedule: { every: '30s' },
+  })
+
+  // 2. Full copy of the (small) product catalog: every run replaces the table atomically.
+  await engine.addPipeline({
+    name: 'products',
+    description: 'Product catalog, full refresh',
+    source: { service: 'SalesService', entity: 'Products' },
+    target: { entity: 'demo.Products' },
+    mode: 'full',
+    schedule: { every: '5m' },
+  })
+
+  // 3. Query shape: a derived snapshot aggregated from the replicated orders (local database).
+  await engine.addPipeline({
+    name: 'revenue-by-country',
+    description: 'Orders and revenue per country, rebuilt from demo.Orders',
+    source: {
+      query: () => SELECT.from('demo.Orders')
+        .columns('country', 'count(1) as orders', "sum(case when status = 'open' then 1 else 0 end) as open",
+          "sum(case when status = 'cancelled' then 0 else amount end) as revenue", 'currency')
+        .groupBy('country', 'currency'),
+    },
+    target: { entity: 'demo.RevenueByCountry' },
+    mode: 'full',
+  })
+
+  // Log every finished run, and rebuild the revenue snapshot whenever orders changed.
+  engine.after('PIPELINE.DONE', '*', (_, req) => {
+    const { status, mode, trigger, statistics: s, error } = req.data
+    const name = req.path?.replace(/^data-pipeline\./, '')
+    if (status === 'failed') return LOG.warn(`${name}: ${mode} run (${trigger}) failed: ${error?.message}`)
+    LOG.info(`${name}: ${mode} run (${trigger}) → ${s.created} created, ${s.updated} updated, ${s.deleted} deleted`)
+  })
+  engine.after('PIPELINE.DONE', 'orders', (_, req) => {
+    const { status, statistics: s } = req.data
+    if (status !== 'completed' || !(s.created + s.updated + s.deleted)) return
+    engine.execute('revenue-by-country', { trigger: 'event', async: true })
+      .then(({ done }) => done)
+      .catch(error => LOG.warn(`revenue-by-country: ${error.message}`))
+  })
+
+  // Initial runs right away (the schedules tick only after their first interval).
+  for (const name of ['products', 'orders']) {
+    engine.execute(name, { trigger: 'manual', async: true })
+      .then(({ done }) => done)
+      .catch(error => LOG.error(`initial ${name} run failed: ${error.message}`))
+  }
+})
+
+module.exports = cds.server

@@ -1,0 +1,22 @@
+using { demo } from '../db/schema';
+using { plugin.data_pipeline as pipeline } from 'cap-data-pipeline/db';
+
+/** Everything the demo shows, at /odata/v4/demo. */
+service DemoService {
+  @readonly entity Orders           as projection on demo.Orders;
+  @readonly entity Products         as projection on demo.Products;
+  @readonly entity RevenueByCountry as projection on demo.RevenueByCountry;
+
+  /** The plugin's tracker tables, read-only. */
+  @readonly entity Pipelines        as projection on pipeline.Pipelines;
+  @readonly entity PipelineRuns     as projection on pipeline.PipelineRuns;
+
+  /** Runs a pipeline now and waits for it: POST /odata/v4/demo/runPipeline {"pipeline":"orders","mode":"full"}. */
+  action runPipeline(pipeline : String, mode : String) returns {
+    runId    : String;
+    status   : String;
+    created  : Integer;
+    updated  : Integer;
+    deleted  : Integer;
+  };
+}

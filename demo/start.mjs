@@ -1,0 +1,134 @@
+#!/usr/bin/env node
+// `npm start`: the provider (OData V4 source system) and the consumer (replicating into SQLite
+// with cap-data-pipeline) as two CAP servers. Ctrl-C stops both.
+//
+//   DEMO_PROVIDER_PORT (default 4005), DEMO_CONSUMER_PORT (default 4004): a busy port is
+//   replaced by a free one. DEMO_CHANGE_EVERY: ms between provider changes (default 20000).
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import net from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const require = createRequire(path.join(here, '..', 'package.json'))
+const serve = require.resolve('@sap/cds/bin/serve.js')
+
+const major = Number(process.versions.node.split('.')[0])
+if (major < 22) {
+  console.error(`The demo needs Node 22 (@sap/cds 10); this is Node ${process.versions.node}. Run it with \`npm start\`.`)
+  process.exit(1)
+}
+
+/** The wanted port if it is free on localhost, otherwise any free port. */
+function freePort(wanted) {
+  const tryPort = port => new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', () => {
+      const { port: got } = server.address()
+      server.close(() => resolve(got))
+    })
+  })
+  return tryPort(wanted).catch(() => tryPort(0))
+}
+
+const children = []
+let stopping = false
+
+/** Starts `cds-serve` in an app folder; resolves with its URL once it listens. */
+function startApp(name, dir, port, env = {}) {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', serve, '--port', String(port)], {
+    cwd: path.join(here, dir),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  const prefix = `[${name}] `
+  let log = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s:\n${log}`)), 60_000)
+    const forward = stream => chunk => {
+      const text = chunk.toString()
+      if (!resolved) log += text
+      for (const line of text.split('\n')) if (line.trim()) stream.write(prefix + line + '\n')
+      const match = !resolved && /server listening on \{ url: '([^']+)'/.exec(log)
+      if (match) {
+        resolved = true
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    }
+    let resolved = false
+    child.stdout.on('data', forward(process.stdout))
+    child.stderr.on('data', forward(process.stderr))
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      if (!resolved) reject(new Error(`${name} exited (${signal ?? code}) before listening:\n${log}`))
+      else if (!stopping) {
+        // Ctrl-C in a terminal reaches the children too; anything else is an unexpected end
+        const expected = code === 0 || signal === 'SIGINT' || signal === 'SIGTERM'
+        if (!expected) console.error(`${prefix}exited (${signal ?? code}); stopping the demo`)
+        shutdown(expected ? 0 : 1)
+      }
+    })
+  })
+}
+
+function shutdown(code = 0) {
+  if (stopping) return
+  stopping = true
+  const alive = children.filter(child => child.exitCode === null && child.signalCode === null)
+  if (!alive.length) process.exit(code)
+  let left = alive.length
+  for (const child of alive) {
+    child.once('exit', () => { if (--left === 0) process.exit(code) })
+    child.kill('SIGTERM')
+  }
+  setTimeout(() => { for (const child of alive) child.kill('SIGKILL'); process.exit(code) }, 5000).unref()
+}
+
+process.on('SIGINT', () => shutdown(0))
+process.on('SIGTERM', () => shutdown(0))
+
+try {
+  const providerPort = await freePort(Number(process.env.DEMO_PROVIDER_PORT ?? 4005))
+  const consumerPort = await freePort(Number(process.env.DEMO_CONSUMER_PORT ?? 4004))
+  const provider = await startApp('provider', 'provider', providerPort)
+  const salesUrl = `${provider}/odata/v4/sales`
+  const consumer = await startApp('consumer', 'consumer', consumerPort, {
+    // points the consumer's remote service at the provider just started
+    CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: salesUrl } } } }),
+  })
+  const demo = `${consumer}/odata/v4/demo`
+  const changeEvery = Number(process.env.DEMO_CHANGE_EVERY ?? 20000)
+  // the plugin's management API and console, once the consumer serves them
+  const served = async url => (await fetch(url).catch(() => undefined))?.ok === true
+  const extras = [
+    await served(`${consumer}/pipeline/$metadata`) && `   management API (plugin)            ${consumer}/pipeline/Pipelines`,
+    await served(`${consumer}/pipeline-console/`) && `   pipeline console (plugin)          ${consumer}/pipeline-console/`,
+  ].filter(Boolean).map(line => line + '\n').join('')
+  console.log(`
+────────────────────────────────────────────────────────────────────────────
+ cap-data-pipeline demo is running
+
+ Provider (source system, OData V4)   ${provider}
+   orders, latest first               ${salesUrl}/Orders?$top=5&$orderby=modifiedAt%20desc
+   ${changeEvery > 0 ? `a few orders change every ${Math.round(changeEvery / 1000)} s` : 'orders do not change (DEMO_CHANGE_EVERY=0)'}
+
+ Consumer (SQLite + cap-data-pipeline) ${consumer}
+   replicated orders                  ${demo}/Orders?$top=5&$orderby=modifiedAt%20desc&$count=true
+   product catalog (full copy)        ${demo}/Products?$top=5&$count=true
+   revenue by country (query shape)   ${demo}/RevenueByCountry
+   pipelines (tracker)                ${demo}/Pipelines
+   runs (tracker)                     ${demo}/PipelineRuns?$orderby=startTime%20desc&$top=10
+${extras}   run a pipeline now                 curl -X POST ${demo}/runPipeline -H 'content-type: application/json' -d '{"pipeline":"orders"}'
+
+ Pipelines: orders (delta, every 30 s) · products (full, every 5 min) · revenue-by-country
+ (query shape, rebuilt after each orders run that changed rows). Press Ctrl-C to stop.
+────────────────────────────────────────────────────────────────────────────
+`)
+} catch (error) {
+  console.error(error.message)
+  shutdown(1)
+}

@@ -1,0 +1,322 @@
+/**
+ * REST source (SPEC "REST source adapter"): a JSON collection addressed by `rest.path` on the
+ * service binding `cds.requires.<source.service>`, read page by page with `offset`, `page` or
+ * `cursor` pagination, optionally narrowed by a delta query parameter carrying `lastSync`.
+ *
+ * Requests go through `@sap-cloud-sdk/http-client`, so a binding that names a BTP/CAP
+ * destination (`credentials.destination`) gets that destination's URL and authentication;
+ * otherwise `credentials.url` plus the `credentials.headers` map are used. Header values are
+ * secrets: no error message or log line built here contains one, and errors of the HTTP
+ * client (which carry the request config with its headers) are never passed on as `cause`.
+ *
+ * Ordering: a REST API has no ordering this adapter can enforce. Offset and page pagination
+ * are only stable when the server returns its collection in a stable order (e.g. by key);
+ * rows inserted or deleted at the source while a run pages may shift pages. Reads are
+ * idempotent upserts, and the next delta run re-reads from the watermark, so a shifted row is
+ * picked up later — but prefer cursor pagination when the API offers it.
+ */
+import cds from '@sap/cds'
+import { STATUS_CODES } from 'node:http'
+import { BaseSourceAdapter } from './base.js'
+import { withRetry } from '../../engine/retry.js'
+import { PipelineError } from '../../engine/errors.js'
+import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
+import { LOGGER } from '../../constants.js'
+import type { DataRecord } from '../../engine/config.js'
+import type { TrackerState } from '../types.js'
+
+const LOG = cds.log(LOGGER.rest)
+
+export type RestPaginationType = 'offset' | 'page' | 'cursor'
+
+/** The `rest` block of a pipeline config (validated at registration). */
+export interface RestConfig {
+  /** Endpoint path, relative to the binding's URL. */
+  path: string
+  pagination: {
+    type: RestPaginationType
+    pageSize: number
+    /** cursor: query parameter carrying the cursor. */
+    cursorParam?: string
+    /** cursor: dotted path of the next cursor in the response body. */
+    cursorPath?: string
+  }
+  /** Query parameter carrying `lastSync` (ISO) after the first successful sync. */
+  deltaParam?: string
+  /** Dotted path of the record array in the response; omitted: the body is the array. */
+  dataPath?: string
+  /** Request timeout in ms (default 60 s). */
+  timeout?: number
+}
+
+/** What a `cds.requires.<service>` entry of a REST source may hold. */
+interface RestBinding {
+  kind?: string
+  credentials?: {
+    url?: string
+    /** A destination name (BTP destination service or the `destinations` env variable). */
+    destination?: string
+    /** Path prefix appended to the URL (CAP remote-service convention). */
+    path?: string
+    headers?: Record<string, string>
+  }
+}
+
+type HttpClient = typeof import('@sap-cloud-sdk/http-client')
+type Destination = Parameters<HttpClient['executeHttpRequest']>[0]
+
+const DEFAULT_TIMEOUT = 60_000
+
+/** An HTTP failure of a REST source. `response.status` is the remote status (what retry decisions read). */
+export class RestSourceError extends PipelineError {
+  readonly response?: { status: number }
+  readonly retryAfter?: number
+
+  constructor(message: string, options: { remoteStatus?: number; retryAfter?: number } = {}) {
+    super('SOURCE_FAILED', message)
+    if (options.remoteStatus !== undefined) this.response = { status: options.remoteStatus }
+    if (options.retryAfter !== undefined) this.retryAfter = options.retryAfter
+  }
+}
+
+let client: Promise<HttpClient> | undefined
+
+/** The SAP Cloud SDK HTTP client, loaded on first use (a dependency of this package). */
+function httpClient(): Promise<HttpClient> {
+  client ??= import('@sap-cloud-sdk/http-client').then(
+    module => ((module as HttpClient & { default?: HttpClient }).executeHttpRequest ? module : (module as { default: HttpClient }).default),
+    error => {
+      client = undefined
+      throw new PipelineError('SOURCE_FAILED', `The REST source needs @sap-cloud-sdk/http-client (npm add @sap-cloud-sdk/http-client@^4): ${(error as Error).message}`)
+    },
+  )
+  return client
+}
+
+/** Value at a dotted path (`data.items`); the object itself for an empty path. */
+export function valueAt(body: unknown, path: string | undefined): unknown {
+  if (!path) return body
+  let value = body
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Record<string, unknown>)[part]
+  }
+  return value
+}
+
+interface Page {
+  records: DataRecord[]
+  body: unknown
+}
+
+export class RestSourceAdapter extends BaseSourceAdapter {
+  protected rest!: RestConfig
+  protected service = ''
+
+  override async prepare(): Promise<void> {
+    const { service } = this.pipeline.config.source
+    if (!service) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.service is required for a REST source', { target: 'source.service' })
+    this.service = service
+    this.rest = this.pipeline.config.rest!
+    await httpClient()
+  }
+
+  /** REST has no ordering we can enforce (see the module comment). */
+  override get readsInWatermarkOrder(): boolean {
+    return false
+  }
+
+  /** Timestamp delta on `delta.field` when given; otherwise the run's start is the next `lastSync`. */
+  override watermarkPlan(): DeltaPlan {
+    return deltaPlan(this.pipeline, undefined, [])
+  }
+
+  /** Records per request. */
+  override get batchSize(): number {
+    return this.rest?.pagination?.pageSize ?? this.pipeline.batchSize
+  }
+
+  async *readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
+    const { pagination, deltaParam } = this.rest
+    const pageSize = pagination.pageSize
+    const base: Record<string, string> = {}
+    if (deltaParam && tracker.mode === 'delta' && tracker.lastSync) base[deltaParam] = tracker.lastSync
+    const destination = this.destination()
+    const secrets = this.secretsOf()
+
+    if (pagination.type === 'cursor') {
+      const seen = new Set<string>()
+      let cursor: string | undefined
+      for (;;) {
+        const params: Record<string, string> = { ...base, limit: String(pageSize) }
+        if (cursor !== undefined) params[pagination.cursorParam!] = cursor
+        const { records, body } = await this.fetchPage(destination, params, secrets, cursor === undefined ? 'first page' : 'next cursor')
+        if (records.length) yield records
+        const next = valueAt(body, pagination.cursorPath)
+        if (next === undefined || next === null || next === '') return
+        if (typeof next !== 'string' && typeof next !== 'number')
+          throw new RestSourceError(`${this.label()}: GET ${this.requestPath()}: the cursor at '${pagination.cursorPath}' is not a string or number`)
+        const value = String(next)
+        if (seen.has(value))
+          throw new RestSourceError(`${this.label()}: GET ${this.requestPath()}: the server returned cursor '${abbreviate(value)}' (at '${pagination.cursorPath}') a second time; stopping instead of looping`)
+        seen.add(value)
+        cursor = value
+      }
+    }
+
+    // offset / page: keep going until an empty page; a short page may come from a server that caps the page size
+    let position = pagination.type === 'page' ? 1 : 0
+    let previous: string | undefined
+    for (;;) {
+      const params: Record<string, string> = pagination.type === 'page'
+        ? { ...base, page: String(position), pageSize: String(pageSize) }
+        : { ...base, offset: String(position), limit: String(pageSize) }
+      const where = `${pagination.type} ${position}`
+      const { records } = await this.fetchPage(destination, params, secrets, where)
+      if (!records.length) return
+      const fingerprint = `${records.length}|${JSON.stringify(records[0])}|${JSON.stringify(records[records.length - 1])}`
+      if (fingerprint === previous)
+        throw new RestSourceError(`${this.label()}: GET ${this.requestPath()} (${where}) returned the same records as the page before; the server seems to ignore the '${pagination.type}' parameter — stopping instead of looping`)
+      previous = fingerprint
+      if (records.length < pageSize && LOG._debug) LOG.debug(`pipeline '${this.pipeline.name}': ${where} returned ${records.length} < ${pageSize} records (server-side cap?); reading on until an empty page`)
+      yield records
+      position += pagination.type === 'page' ? 1 : records.length
+    }
+  }
+
+  /** Where requests go: a named destination (its auth applies) or the binding's URL and headers. */
+  protected destination(): Destination {
+    const credentials = this.binding().credentials ?? {}
+    // a named destination brings its own URL and authentication; binding headers are added per request
+    if (credentials.destination) return { destinationName: credentials.destination }
+    if (!credentials.url)
+      throw new PipelineError('INVALID_CONFIG', `REST source '${this.service}': cds.requires.${this.service}.credentials has neither url nor destination`, { target: 'source.service' })
+    return { url: credentials.url, headers: { ...(credentials.headers ?? {}) } }
+  }
+
+  protected binding(): RestBinding {
+    const binding = (cds.env.requires as unknown as Record<string, RestBinding | undefined>)[this.service]
+    if (!binding || typeof binding !== 'object')
+      throw new PipelineError('INVALID_CONFIG', `REST source '${this.service}' is not configured: add cds.requires.${this.service} with kind 'rest' and credentials { url, headers }`, { target: 'source.service' })
+    return binding
+  }
+
+  /** Header values of the binding: scrubbed from any text this adapter produces. */
+  protected secretsOf(): string[] {
+    const headers = this.binding().credentials?.headers ?? {}
+    return Object.values(headers).map(String).filter(value => value.length >= 4)
+  }
+
+  protected label(): string {
+    return `REST source '${this.service}'`
+  }
+
+  /** The request path relative to the binding URL: credentials.path + rest.path. */
+  protected requestPath(): string {
+    const prefix = this.binding().credentials?.path ?? ''
+    const path = this.rest.path
+    const joined = `${prefix.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`
+    return joined.startsWith('/') ? joined : `/${joined}`
+  }
+
+  protected async fetchPage(destination: Destination, params: Record<string, string>, secrets: string[], where: string): Promise<Page> {
+    const path = this.requestPath()
+    const query = new URLSearchParams(params).toString()
+    const url = `${path}${path.includes('?') ? '&' : '?'}${query}`
+    const text = await withRetry(
+      () => this.get(destination, url, path, secrets, where),
+      this.pipeline.retry,
+      (error, attempt, delay) => LOG.warn(`pipeline '${this.pipeline.name}': ${(error as Error).message}; retry ${attempt} in ${delay} ms`),
+    )
+    const dataPath = this.rest.dataPath
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      throw new RestSourceError(`${this.label()}: GET ${path} (${where}) did not answer JSON; expected ${dataPath ? `an object with an array at dataPath '${dataPath}'` : 'a JSON array (or set rest.dataPath)'}`)
+    }
+    const records = valueAt(body, dataPath)
+    if (!Array.isArray(records)) {
+      throw new RestSourceError(dataPath
+        ? `${this.label()}: GET ${path} (${where}) answered no array at dataPath '${dataPath}' (found ${describe(records)})`
+        : `${this.label()}: GET ${path} (${where}) answered ${describe(body)}, not an array; set rest.dataPath to where the records are`)
+    }
+    if (records.some(record => record === null || typeof record !== 'object' || Array.isArray(record)))
+      throw new RestSourceError(`${this.label()}: GET ${path} (${where}) answered entries at ${dataPath ? `dataPath '${dataPath}'` : 'the top level'} that are not objects`)
+    return { records: records as DataRecord[], body }
+  }
+
+  /** One GET; the body as text. Failures become RestSourceErrors built from status and path only. */
+  protected async get(destination: Destination, url: string, path: string, secrets: string[], where: string): Promise<string> {
+    const { executeHttpRequest } = await httpClient()
+    if (LOG._debug) LOG.debug(`pipeline '${this.pipeline.name}': GET ${scrub(url, secrets)}`)
+    let response: { status: number; data: unknown }
+    try {
+      response = await executeHttpRequest(destination, {
+        method: 'GET',
+        url,
+        headers: { accept: 'application/json', ...('destinationName' in destination ? this.binding().credentials?.headers : {}) },
+        timeout: this.rest.timeout ?? DEFAULT_TIMEOUT,
+        responseType: 'text',
+        transformResponse: [(data: unknown) => data],
+      } as Parameters<HttpClient['executeHttpRequest']>[1], { fetchCsrfToken: false })
+    } catch (error) {
+      throw this.failure(error, path, secrets, where)
+    }
+    const data = response.data
+    if (typeof data === 'string') return data
+    if (Buffer.isBuffer(data)) return data.toString('utf8')
+    return JSON.stringify(data ?? null)
+  }
+
+  /** A clean error from an HTTP client error: remote status, Retry-After, path — never headers or bodies. */
+  protected failure(error: unknown, path: string, secrets: string[], where: string): RestSourceError {
+    const chain: Array<Record<string, any>> = []
+    for (let e = error as Record<string, any> | undefined, depth = 0; e && typeof e === 'object' && depth < 6; e = e.cause, depth++) chain.push(e)
+    const response = chain.map(e => e.response).find(r => r && typeof r.status === 'number') as { status: number; headers?: Record<string, unknown> } | undefined
+    if (response) {
+      const status = response.status
+      const retryAfter = retryAfterMs(headerOf(response.headers, 'retry-after'))
+      const hint = status === 401 || status === 403 ? ' (check the credentials of the service binding)' : ''
+      return new RestSourceError(`${this.label()}: GET ${path} (${where}) answered ${status} ${STATUS_CODES[status] ?? ''}`.trimEnd() + hint, { remoteStatus: status, retryAfter })
+    }
+    const code = chain.map(e => e.code).find(c => typeof c === 'string' && /^E[A-Z_]+$/.test(c)) as string | undefined
+    const innermost = chain[chain.length - 1]
+    const detail = code ?? scrub(String(innermost?.message ?? error), secrets).slice(0, 200)
+    return new RestSourceError(`${this.label()}: GET ${path} (${where}) failed: ${detail}`)
+  }
+}
+
+function headerOf(headers: unknown, name: string): unknown {
+  if (!headers || typeof headers !== 'object') return undefined
+  const h = headers as Record<string, unknown> & { get?: (n: string) => unknown }
+  if (typeof h.get === 'function') return h.get(name)
+  const key = Object.keys(h).find(k => k.toLowerCase() === name)
+  return key === undefined ? undefined : h[key]
+}
+
+/** `Retry-After` (seconds or HTTP date) in ms. */
+function retryAfterMs(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const date = Date.parse(String(value))
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+function scrub(text: string, secrets: string[]): string {
+  let out = text
+  for (const secret of secrets) out = out.split(secret).join('***')
+  return out
+}
+
+function abbreviate(value: string): string {
+  return value.length > 40 ? `${value.slice(0, 37)}...` : value
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing'
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`
+}

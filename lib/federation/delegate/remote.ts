@@ -1,0 +1,105 @@
+/**
+ * The outbound call of a delegated read. The query targets the consumer entity; CAP's remote
+ * service resolves it through the projection chain (renames, excluded columns, `$filter`,
+ * `$orderby`, `$top/$skip`, `$count`, `$search`, expands among entities of the same remote)
+ * and maps the first page back. CAP returns only that first page: server-driven paging
+ * (`@odata.nextLink` in V4, `__next` in V2) is followed here, and the rows of the following
+ * pages are renamed back with the rename registry (by full consumer entity name).
+ */
+import cds from '@sap/cds'
+import { LOGGER } from '../../constants.js'
+import { entityNamed, isAssociationElement, registry, type DelegateInfo } from './model.js'
+
+const LOG = cds.log(LOGGER.federation)
+
+export type Row = Record<string, unknown>
+
+export interface RemoteService {
+  name: string
+  kind?: string
+  options?: { credentials?: { url?: string } }
+  run(query: unknown): Promise<unknown>
+  dispatch(req: unknown): Promise<unknown>
+}
+
+/** A remote read result: rows (with `$count` when asked), or one row for `SELECT.one`. */
+export interface RemoteResult {
+  rows: Row[]
+  count?: number
+  one: boolean
+}
+
+export async function connectRemote(info: DelegateInfo): Promise<RemoteService> {
+  return (await cds.connect.to(info.remoteService)) as unknown as RemoteService
+}
+
+interface SelectQuery {
+  SELECT: {
+    one?: boolean
+    count?: boolean
+    limit?: { rows?: { val?: number }; offset?: { val?: number } } | null
+    columns?: unknown[]
+    [key: string]: unknown
+  }
+}
+
+/** The next page's path relative to the remote service root, or undefined. */
+function nextPath(result: unknown, remote: RemoteService, info: DelegateInfo): string | undefined {
+  const link = (result as { $nextLink?: string; $next?: string } | undefined)?.$nextLink ?? (result as { $next?: string } | undefined)?.$next
+  if (!link || typeof link !== 'string') return undefined
+  if (!/^[a-z]+:\/\//i.test(link)) return link.startsWith('/') ? link : `/${link}`
+  const url = new URL(link)
+  const base = remote.options?.credentials?.url
+  const basePath = base ? new URL(base).pathname.replace(/\/$/, '') : ''
+  if (basePath && url.pathname.startsWith(basePath)) return url.pathname.slice(basePath.length) + url.search
+  const at = url.pathname.lastIndexOf(`/${info.entitySet}`)
+  return at >= 0 ? url.pathname.slice(at) + url.search : undefined
+}
+
+/** Renames a row of a following page from remote to consumer names, expands included. */
+export function toConsumerRow(row: Row, entityName: string): Row {
+  const info = registry.lookup(entityName)
+  const entity = entityNamed(entityName)
+  if (!info || !entity) return row
+  const out: Row = {}
+  for (const [key, value] of Object.entries(row)) {
+    if (key.startsWith('@') || key === '__metadata') continue
+    const name = info.inverse.get(key) ?? key
+    const element = entity.elements[name]
+    if (value && typeof value === 'object' && isAssociationElement(element) && element.target) {
+      out[name] = Array.isArray(value) ? value.map(v => toConsumerRow(v as Row, element.target!)) : toConsumerRow(value as Row, element.target)
+    } else out[name] = value
+  }
+  return out
+}
+
+/**
+ * Runs a SELECT on a delegated entity at its remote service and follows server-driven paging
+ * until the requested `$top` (or everything, when none) has arrived.
+ */
+export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promise<RemoteResult> {
+  const remote = await connectRemote(info)
+  const one = Boolean(query.SELECT.one)
+  const wanted = query.SELECT.limit?.rows?.val
+  const result = await remote.run(query)
+  if (one || !Array.isArray(result)) {
+    if (Array.isArray(result)) return { rows: result.slice(0, 1) as Row[], one: true }
+    return { rows: result == null ? [] : [result as Row], one, count: typeof result === 'number' ? result : undefined }
+  }
+  const rows = [...result] as Row[]
+  const count = (result as { $count?: number }).$count
+  let path = nextPath(result, remote, info)
+  const target = entityNamed(info.remoteEntity)
+  let pages = 1
+  while (path && (wanted === undefined || rows.length < wanted)) {
+    const request = new (cds as unknown as { Request: new (init: object) => unknown }).Request({ method: 'GET', path, target, headers: {} })
+    const page = await remote.dispatch(request)
+    pages++
+    if (!Array.isArray(page) || !page.length) break
+    for (const row of page as Row[]) rows.push(toConsumerRow(row, info.entity))
+    path = nextPath(page, remote, info)
+  }
+  if (pages > 1 && LOG._debug) LOG.debug(`${info.entity}: followed ${pages - 1} next link(s) at ${info.remoteService}`)
+  if (wanted !== undefined && rows.length > wanted) rows.length = wanted
+  return { rows, count: typeof count === 'number' ? count : undefined, one: false }
+}

@@ -1,0 +1,94 @@
+/**
+ * The configuration as coded, overridden and effective, field by field, for `configView()`
+ * and the console.
+ */
+import { DEFAULTS } from '../constants.js'
+import { serializable, type PipelineConfig, type ResolvedPipeline } from '../engine/config.js'
+import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
+import { scheduleLabel } from '../engine/schedule.js'
+
+export interface ConfigField {
+  path: string
+  coded: unknown
+  override: unknown
+  effective: unknown
+  /** Where the effective value comes from. */
+  source: 'override' | 'coded' | 'default'
+  overridable: boolean
+}
+
+export interface ConfigView {
+  base: unknown
+  overrides: Overrides
+  effective: unknown
+  fields: ConfigField[]
+  meta: { scheduleLiveChangeSupported: boolean; overridablePaths: string[] }
+}
+
+/** Dotted paths of a JSON value's leaves. */
+export function flatten(value: unknown, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, each] of Object.entries(value)) flatten(each, prefix ? `${prefix}.${key}` : key, out)
+  } else if (prefix) out[prefix] = value
+  return out
+}
+
+/** Effective values of settings that have defaults, as the engine resolved them. */
+export function resolvedValues(pipeline: ResolvedPipeline): Record<string, unknown> {
+  return {
+    mode: pipeline.mode,
+    enabled: pipeline.enabled,
+    schedule: pipeline.schedule ? { every: pipeline.schedule.every, engine: pipeline.schedule.engine } : null,
+    transaction: pipeline.transaction,
+    'source.batchSize': pipeline.batchSize,
+    'retry.maxRetries': pipeline.retry.maxRetries,
+    'retry.baseDelay': pipeline.retry.baseDelay,
+    'retry.maxDelay': pipeline.retry.maxDelay,
+    'delta.mode': pipeline.delta?.mode,
+    'delta.field': pipeline.delta?.field,
+    leaseDuration: pipeline.leaseDuration,
+  }
+}
+
+/** Settings whose effective value differs from the built-in default (shown in orange). */
+export function deviations(pipeline: ResolvedPipeline): Array<{ path: string; value: unknown; default: unknown }> {
+  const defaults: Record<string, unknown> = {
+    mode: pipeline.shape === 'query' ? 'full' : 'delta',
+    'source.batchSize': DEFAULTS.batchSize,
+    transaction: 'batch',
+    'retry.maxRetries': DEFAULTS.maxRetries,
+    leaseDuration: DEFAULTS.leaseDuration,
+    enabled: true,
+  }
+  const values = resolvedValues(pipeline)
+  return Object.entries(defaults)
+    .filter(([path, value]) => values[path] !== value)
+    .map(([path, value]) => ({ path, value: values[path], default: value }))
+}
+
+export function configView(coded: PipelineConfig, overrides: Overrides, effective: ResolvedPipeline): ConfigView {
+  const base = serializable(coded)
+  const effectiveConfig = serializable(effective.config)
+  const codedFlat = flatten(base)
+  const effectiveFlat = { ...flatten(effectiveConfig), ...resolvedValues(effective) }
+  const paths = new Set<string>([...OVERRIDABLE_PATHS, ...Object.keys(codedFlat).filter(p => !p.startsWith('schedule.'))])
+  const fields: ConfigField[] = [...paths].map(path => {
+    const coded = path === 'schedule' ? (base as Record<string, unknown>).schedule ?? null : codedFlat[path]
+    const hasOverride = Object.prototype.hasOwnProperty.call(overrides, path)
+    return {
+      path,
+      coded: coded ?? null,
+      override: hasOverride ? overrides[path] : null,
+      effective: effectiveFlat[path] ?? null,
+      source: hasOverride ? 'override' : coded !== undefined && coded !== null ? 'coded' : 'default',
+      overridable: (OVERRIDABLE_PATHS as readonly string[]).includes(path),
+    }
+  })
+  return {
+    base,
+    overrides,
+    effective: { ...(effectiveConfig as object), schedule: scheduleLabel(effective.schedule) },
+    fields,
+    meta: { scheduleLiveChangeSupported: true, overridablePaths: [...OVERRIDABLE_PATHS] },
+  }
+}

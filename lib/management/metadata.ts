@@ -1,0 +1,119 @@
+/**
+ * Graph metadata for the console: the data flow of one pipeline (lifecycle events with the
+ * application's hooks) and the landscape of all pipelines (source → pipeline → target,
+ * grouped by service). Custom hooks, adapters and non-default settings are `Warning`.
+ */
+import { EVENTS } from '../constants.js'
+import { sourceKindOf } from '../adapters/factory.js'
+import { deviations } from './config-view.js'
+import type { ResolvedPipeline } from '../engine/config.js'
+import type { Overrides } from '../engine/overrides.js'
+
+export type GraphStatus = 'None' | 'Success' | 'Warning' | 'Error'
+
+export interface GraphNode {
+  key: string
+  title: string
+  kind: 'source' | 'target' | 'event' | 'pipeline'
+  group?: string
+  status: GraphStatus
+  description?: string
+}
+
+export interface GraphLine {
+  from: string
+  to: string
+  status: GraphStatus
+}
+
+export interface Hook {
+  phase: string
+  event: string
+  scope: string
+  handler: string
+}
+
+export interface PipelineFacts {
+  pipeline: ResolvedPipeline
+  hooks: Hook[]
+  overrides: Overrides
+  status?: string | null
+}
+
+function sourceTitle(pipeline: ResolvedPipeline): { key: string; title: string; group: string } {
+  const { source, rest } = pipeline.config
+  const group = source.service ?? 'db'
+  const what = source.entity ?? (source.query ? '[query]' : (rest?.path as string | undefined) ?? (source.adapter ? source.adapter.name : '?'))
+  return { key: `source:${group}/${what}`, title: what, group }
+}
+
+function targetTitle(pipeline: ResolvedPipeline): { key: string; title: string; group: string } {
+  const { target } = pipeline.config
+  const group = target.service ?? 'db'
+  const what = target.entity ?? target.adapter?.name ?? '?'
+  return { key: `target:${group}/${what}`, title: what, group }
+}
+
+function isCustomized(facts: PipelineFacts): boolean {
+  const { pipeline } = facts
+  return facts.hooks.length > 0 || Object.keys(facts.overrides).length > 0 || Boolean(pipeline.config.source.adapter || pipeline.config.target.adapter)
+}
+
+export function flowMetadata(facts: PipelineFacts) {
+  const { pipeline, hooks, overrides } = facts
+  const source = sourceTitle(pipeline)
+  const target = targetTitle(pipeline)
+  const events = Object.values(EVENTS).map(event => {
+    const eventHooks = hooks.filter(h => h.event === event)
+    return { event, hooks: eventHooks, status: (eventHooks.length ? 'Warning' : 'None') as GraphStatus }
+  })
+  const nodes: GraphNode[] = [
+    { key: 'source', title: source.title, kind: 'source', group: source.group, status: pipeline.config.source.adapter ? 'Warning' : 'None', description: `${sourceKindOf(pipeline)} source` },
+    ...events.map(e => ({
+      key: e.event, title: e.event, kind: 'event' as const, status: e.status,
+      description: e.hooks.length ? e.hooks.map(h => `${h.phase} ${h.handler}${h.scope === 'all' ? ' (all pipelines)' : ''}`).join(', ') : 'built-in',
+    })),
+    { key: 'target', title: target.title, kind: 'target', group: target.group, status: pipeline.config.target.adapter ? 'Warning' : 'None', description: pipeline.config.target.adapter ? 'custom target' : 'database target' },
+  ]
+  const chain = ['source', EVENTS.START, EVENTS.READ, EVENTS.MAP, EVENTS.WRITE, 'target']
+  const statusOf = (key: string) => nodes.find(n => n.key === key)!.status
+  const lines: GraphLine[] = chain.slice(1).map((to, i) => ({ from: chain[i], to, status: statusOf(to) === 'Warning' || statusOf(chain[i]) === 'Warning' ? 'Warning' : 'None' }))
+  lines.push({ from: EVENTS.WRITE, to: EVENTS.DONE, status: statusOf(EVENTS.DONE) })
+  return {
+    name: pipeline.name,
+    events,
+    deviations: deviations(pipeline),
+    overrides,
+    hooks,
+    status: isCustomized(facts) ? 'Warning' : 'None',
+    nodes,
+    lines,
+  }
+}
+
+export function landscapeMetadata(all: PipelineFacts[]) {
+  const nodes = new Map<string, GraphNode>()
+  const lines = new Map<string, GraphLine>()
+  const addLine = (line: GraphLine) => {
+    const key = `${line.from}→${line.to}`
+    const existing = lines.get(key)
+    if (!existing || line.status === 'Warning') lines.set(key, line)
+  }
+  for (const facts of all) {
+    const { pipeline } = facts
+    const source = sourceTitle(pipeline)
+    const target = targetTitle(pipeline)
+    const warning: GraphStatus = isCustomized(facts) ? 'Warning' : 'None'
+    const pipelineKey = `pipeline:${pipeline.name}`
+    if (!nodes.has(source.key)) nodes.set(source.key, { key: source.key, title: source.title, kind: 'source', group: source.group, status: 'None' })
+    if (!nodes.has(target.key)) nodes.set(target.key, { key: target.key, title: target.title, kind: 'target', group: target.group, status: 'None' })
+    nodes.set(pipelineKey, {
+      key: pipelineKey, title: pipeline.name, kind: 'pipeline', group: 'pipelines',
+      status: facts.status === 'failed' ? 'Error' : warning, description: `${pipeline.shape}-shape, ${pipeline.mode}`,
+    })
+    addLine({ from: source.key, to: pipelineKey, status: warning })
+    addLine({ from: pipelineKey, to: target.key, status: warning })
+  }
+  const groups = [...new Set([...nodes.values()].map(n => n.group!))].map(key => ({ key, title: key === 'db' ? 'Database' : key === 'pipelines' ? 'Pipelines' : key }))
+  return { groups, nodes: [...nodes.values()], lines: [...lines.values()] }
+}

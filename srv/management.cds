@@ -1,0 +1,62 @@
+using { plugin.data_pipeline as tracker } from '../db/index';
+
+/**
+ * Runtime management of pipelines at /pipeline. The projections are read-only; everything
+ * that changes state is an operation. Secure it in the host app, e.g.
+ *   annotate DataPipelineManagementService with @(requires: 'PipelineAdmin');
+ */
+@path: '/pipeline'
+@impl: 'cap-data-pipeline/dist/srv/management.js'
+service DataPipelineManagementService {
+
+  type Statistics {
+    created : Integer;
+    updated : Integer;
+    deleted : Integer;
+  }
+
+  /** Result of start/execute: the run and, for synchronous runs, its outcome. */
+  type RunResult {
+    runId      : UUID;
+    name       : String;
+    status     : String;
+    statistics : Statistics;
+  }
+
+  @readonly
+  @cds.redirection.target
+  entity Pipelines as projection on tracker.Pipelines excluding { leaseOwner, checkpoint } actions {
+    action start(mode : String, trigger : String, async : Boolean) returns RunResult;
+    action setSchedule(every : Integer, cron : String, engine : String) returns Pipelines;
+    action clearSchedule() returns Pipelines;
+    action setOverrides(overrides : LargeString) returns Pipelines;
+    action clearOverrides(keys : String) returns Pipelines;
+    action setEnabled(enabled : Boolean) returns Pipelines;
+    function configView() returns LargeString;
+    function inspectData(side : String, columnsJson : String, filters : String, top : Integer, skip : Integer) returns LargeString;
+    function inspectCapabilities() returns LargeString;
+    function flowMetadata() returns LargeString;
+  };
+
+  @readonly
+  entity PipelineRuns as projection on tracker.PipelineRuns;
+
+  /** Value help for the `mode` parameter of start. */
+  @readonly @cds.persistence.skip
+  entity PipelineRunModes {
+    key code : String(20);
+        name : String(100);
+  }
+
+  /** Value help for the `trigger` parameter of start and execute. */
+  @readonly @cds.persistence.skip
+  entity PipelineRunTriggers {
+    key code : String(20);
+        name : String(100);
+  }
+
+  function landscapeMetadata() returns LargeString;
+  action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
+  action flush(name : String) returns Pipelines;
+  function status(name : String) returns Pipelines;
+}

@@ -1,0 +1,216 @@
+/**
+ * DataPipelineManagementService at /pipeline: read-only projections of the tracker plus the
+ * operations of the management API. Every operation goes through the engine service; errors
+ * become CAP errors with an honest status (400 bad input, 403 inspect disabled, 404 unknown
+ * pipeline, 409 run active) and a message naming the parameter.
+ */
+import cds from '@sap/cds'
+import { LOGGER, REPLICATION_MODES, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
+import { PipelineError } from '../lib/engine/errors.js'
+import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
+import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
+import { configView } from '../lib/management/config-view.js'
+import { capabilities, inspectData } from '../lib/management/inspect.js'
+import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
+import type { PipelineRow } from '../lib/engine/tracker.js'
+import type DataPipelineService from './data-pipeline.js'
+
+const LOG = cds.log(LOGGER.engine)
+
+const MODE_NAMES: Record<string, string> = { delta: 'Delta (changes since the last run)', full: 'Full refresh' }
+const TRIGGER_NAMES: Record<string, string> = { manual: 'Manual', scheduled: 'Scheduled', external: 'External scheduler', event: 'Event' }
+
+/** Columns of the tracker row that never leave the service. */
+const INTERNAL_COLUMNS = ['leaseOwner', 'checkpoint'] as const
+
+interface OperationRequest {
+  data: Record<string, unknown>
+  params: Array<Record<string, unknown> | string>
+  http?: { res?: { status(code: number): unknown } }
+  reject(status: number | { status: number; code: string; message: string; target?: string }, message?: string, target?: string): never
+}
+
+type Operation = (req: OperationRequest, engine: DataPipelineService) => Promise<unknown>
+
+interface ManagementSettings {
+  inspect?: boolean
+}
+
+export default class DataPipelineManagementService extends cds.ApplicationService {
+  private enginePromise?: Promise<DataPipelineService>
+
+  private engine(): Promise<DataPipelineService> {
+    return (this.enginePromise ??= cds.connect.to(SERVICE_NAME) as unknown as Promise<DataPipelineService>)
+  }
+
+  private settings(): ManagementSettings {
+    const entry = (cds.env.requires as Record<string, { management?: ManagementSettings } | undefined>)[SERVICE_NAME]
+    return entry?.management ?? {}
+  }
+
+  override async init(): Promise<void> {
+    const srv = this as unknown as {
+      on(event: string, entity: string, handler: (req: OperationRequest) => unknown): void
+      on(event: string, handler: (req: OperationRequest) => unknown): void
+      after(event: string, entity: string, handler: (rows: unknown) => unknown): void
+    }
+    srv.on('READ', 'PipelineRunModes', () => REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })))
+    srv.on('READ', 'PipelineRunTriggers', () => RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })))
+    // runs with one transaction show their progress from this process's live counters
+    srv.after('READ', 'PipelineRuns', rows => {
+      for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>) {
+        const live = row && typeof row.ID === 'string' ? liveStatistics.get(row.ID) : undefined
+        if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted }, 'statistics' in row ? { statistics: { ...live } } : {})
+      }
+    })
+
+    const bound = (name: string, operation: Operation) => srv.on(name, 'Pipelines', req => this.runOperation(req, operation))
+    const unbound = (name: string, operation: Operation) => srv.on(name, req => this.runOperation(req, operation))
+
+    bound('start', async (req, engine) => {
+      const mode = optionalEnum(req.data.mode, REPLICATION_MODES, 'mode', "only unbound execute accepts 'partial-refresh'")
+      const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
+      return this.startRun(req, engine, pipelineName(req), { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
+    })
+    unbound('execute', async (req, engine) => {
+      const name = requiredString(req.data.name, 'name')
+      const mode = optionalEnum(req.data.mode, ['full', 'delta', 'partial-refresh'] as const, 'mode')
+      const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
+      return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
+    })
+    unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
+    unbound('status', async (req, engine) => {
+      const name = requiredString(req.data.name, 'name')
+      const row = await engine.registry.tracker.read(name)
+      if (!row) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered`, { target: 'name' })
+      return publicRow(row)
+    })
+    bound('setEnabled', async (req, engine) => {
+      if (typeof req.data.enabled !== 'boolean') throw new PipelineError('INVALID_PARAMETER', 'enabled: must be true or false', { target: 'enabled' })
+      return publicRow(await engine.setEnabled(pipelineName(req), req.data.enabled))
+    })
+    bound('setSchedule', async (req, engine) => {
+      const name = pipelineName(req)
+      const { every, cron, engine: scheduleEngine } = req.data
+      if (every !== undefined && every !== null && (!Number.isInteger(every) || (every as number) < 1))
+        throw new PipelineError('INVALID_PARAMETER', 'every: must be a positive integer of milliseconds', { target: 'every' })
+      if (scheduleEngine !== undefined && scheduleEngine !== null && scheduleEngine !== 'spawn' && scheduleEngine !== 'queued')
+        throw new PipelineError('INVALID_PARAMETER', `engine: '${String(scheduleEngine)}' is invalid; expected spawn or queued`, { target: 'engine' })
+      if (cron && scheduleEngine !== 'queued') throw new PipelineError('INVALID_PARAMETER', "cron: requires engine 'queued'", { target: 'cron' })
+      if (scheduleEngine === 'queued')
+        throw new PipelineError('NOT_SUPPORTED', "engine: 'queued' schedules are not available in this release; use engine 'spawn' (cron needs 'queued')", { target: 'engine', status: 400 })
+      const schedule = { every: (every as number | null | undefined) ?? undefined, engine: 'spawn' }
+      return this.override(engine, name, { ...engine.registry.overrides(name), schedule })
+    })
+    bound('clearSchedule', async (req, engine) => {
+      const name = pipelineName(req)
+      return this.override(engine, name, { ...engine.registry.overrides(name), schedule: null })
+    })
+    bound('setOverrides', async (req, engine) => {
+      const name = pipelineName(req)
+      const text = requiredString(req.data.overrides, 'overrides')
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        throw new PipelineError('INVALID_PARAMETER', 'overrides: is not valid JSON', { target: 'overrides' })
+      }
+      const changes = flattenOverrides(parsed)
+      return this.override(engine, name, { ...engine.registry.overrides(name), ...changes })
+    })
+    bound('clearOverrides', async (req, engine) => {
+      const name = pipelineName(req)
+      const keys = requiredString(req.data.keys, 'keys').split(',').map(k => k.trim()).filter(Boolean)
+      const remaining = { ...engine.registry.overrides(name) }
+      for (const key of keys) delete remaining[key]
+      return this.override(engine, name, remaining)
+    })
+    bound('configView', async (req, engine) => {
+      const name = pipelineName(req)
+      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.get(name)))
+    })
+    bound('inspectData', async (req, engine) => {
+      const name = pipelineName(req)
+      const { side, columnsJson, filters, top, skip } = req.data as Record<string, never>
+      const prepared = await engine.registry.prepare(name)
+      return JSON.stringify(await inspectData(prepared, { side, columnsJson, filters, top, skip }, this.settings().inspect !== false))
+    })
+    bound('inspectCapabilities', async (req, engine) => {
+      const prepared = await engine.registry.prepare(pipelineName(req))
+      return JSON.stringify(capabilities(prepared, this.settings().inspect !== false))
+    })
+    bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
+    unbound('landscapeMetadata', async (_req, engine) =>
+      JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
+    return super.init()
+  }
+
+  /** Runs an operation and turns engine errors into CAP errors with their status. */
+  private async runOperation(req: OperationRequest, operation: Operation): Promise<unknown> {
+    try {
+      return await operation(req, await this.engine())
+    } catch (error) {
+      if (error instanceof PipelineError) return req.reject({ status: error.status, code: error.code, message: error.message, target: error.target })
+      LOG.error(`management operation failed: ${describeError(error).message}`) // never the raw error: it carries request headers
+      // a fresh error with the message only: remote errors carry the request (headers with
+      // credentials) and response, which CAP would otherwise serialize as `innererror`
+      const e = error as { status?: unknown; statusCode?: unknown; code?: unknown }
+      const status = Number(e.status ?? e.statusCode ?? (typeof e.code === 'number' ? e.code : undefined))
+      return req.reject(status >= 400 && status < 600 ? status : 500, (error as Error)?.message ?? String(error))
+    }
+  }
+
+  private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean }) {
+    const { runId, done } = await engine.execute(name, options as Parameters<DataPipelineService['execute']>[1])
+    if (options.async) {
+      req.http?.res?.status(202)
+      done.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
+      return { runId, name, status: 'running', statistics: null }
+    }
+    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => ({ status: 'failed' as const, statistics: null, error: error.message }))
+    if (outcome.status === 'failed') {
+      const message = 'error' in outcome ? outcome.error : 'run failed'
+      return req.reject(502, `Run ${runId} of pipeline '${name}' failed: ${message}`)
+    }
+    return { runId, name, status: outcome.status, statistics: outcome.statistics }
+  }
+
+  private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
+    await engine.registry.applyOverrides(name, overrides)
+    return publicRow((await engine.registry.tracker.read(name))!)
+  }
+
+  private async facts(engine: DataPipelineService, name: string): Promise<PipelineFacts> {
+    const row = await engine.registry.tracker.read(name).catch(() => undefined)
+    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status }
+  }
+}
+
+function pipelineName(req: OperationRequest): string {
+  const key = req.params[req.params.length - 1]
+  return typeof key === 'object' ? String(key.name) : String(key)
+}
+
+function requiredString(value: unknown, parameter: string): string {
+  if (typeof value !== 'string' || !value.trim()) throw new PipelineError('INVALID_PARAMETER', `${parameter}: is required`, { target: parameter })
+  return value
+}
+
+function optionalEnum<T extends string>(value: unknown, allowed: readonly T[], parameter: string, hint = ''): T | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  if (typeof value !== 'string' || !allowed.includes(value as T))
+    throw new PipelineError('INVALID_PARAMETER', `${parameter}: '${String(value)}' is invalid; expected one of ${allowed.join(', ')}${hint ? ` (${hint})` : ''}`, { target: parameter })
+  return value as T
+}
+
+function optionalBoolean(value: unknown, parameter: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'boolean') throw new PipelineError('INVALID_PARAMETER', `${parameter}: must be true or false`, { target: parameter })
+  return value
+}
+
+function publicRow(row: PipelineRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...row }
+  for (const column of INTERNAL_COLUMNS) delete out[column]
+  return out
+}

@@ -1,0 +1,156 @@
+/**
+ * Atomic full refresh, the one-run-per-pipeline guard and retries, against a real provider
+ * that injects faults over HTTP (DESIGN "Atomic full refresh", "One run per pipeline",
+ * "Retry"). Every test uses its own pipeline and target table.
+ */
+import { useConsumer, ql } from '../helpers/consumer'
+
+const ctx = useConsumer()
+
+const T0 = '2026-01-01T00:00:00.000Z'
+const RUNS = 'plugin.data_pipeline.PipelineRuns'
+
+async function run(name: string, options: Record<string, unknown> = {}) {
+  const { done } = await ctx.engine.execute(name, options)
+  return done
+}
+
+async function requestCount(): Promise<number> {
+  return (await ctx.provider.control.stats()).requests
+}
+
+/** Provider requests (decoded URLs) since `before`. */
+async function urlsSince(before: number): Promise<string[]> {
+  const { requests, urls } = await ctx.provider.control.stats()
+  return requests > before ? urls.slice(-(requests - before)) : []
+}
+
+function runsOf(name: string): Promise<Array<Record<string, any>>> {
+  return ql.SELECT.from(RUNS).where({ pipeline_name: name }).orderBy('startTime')
+}
+
+describe('atomic full refresh', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('a full refresh failing midway leaves the previous target content intact and is recorded failed', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
+    await ctx.engine.addPipeline({
+      name: 'full-atomic', mode: 'full', retry: { maxRetries: 0 },
+      source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksFull' },
+    })
+    const first = await run('full-atomic')
+    expect(first).toMatchObject({ status: 'completed', statistics: { created: 30, updated: 0, deleted: 0 } })
+    const previous = await ql.SELECT.from('consumer.BooksFull').orderBy('ID')
+    expect(previous).toHaveLength(30)
+
+    // the source changes, then fails on the third page (two batches were already written)
+    await ctx.provider.control.touch({ from: 1, count: 30, title: 'Rewritten' })
+    await ctx.provider.control.faults({ status: 500, count: 1000, after: 2 })
+    const before = await requestCount()
+    const { done } = await ctx.engine.execute('full-atomic')
+    await expect(done).rejects.toThrow()
+    await ctx.provider.control.faults({})
+    expect(await urlsSince(before)).toHaveLength(3) // maxRetries 0: the failing page is not retried
+
+    expect(await ql.SELECT.from('consumer.BooksFull').orderBy('ID')).toEqual(previous)
+
+    const runs = await runsOf('full-atomic')
+    expect(runs).toHaveLength(2)
+    expect(runs[0]).toMatchObject({ status: 'idle', mode: 'full' })
+    // the run's transaction was rolled back: it recorded no writes (honest statistics)
+    expect(runs[1]).toMatchObject({ status: 'failed', mode: 'full', statistics_created: 0, statistics_updated: 0, statistics_deleted: 0 })
+    expect(runs[1].endTime).toBeTruthy()
+    const error = JSON.parse(runs[1].error)
+    expect(error).toMatchObject({ status: 500 })
+    expect(error.message).toMatch(/500/)
+
+    const tracker = await ctx.engine.status('full-atomic')
+    expect(tracker).toMatchObject({ status: 'failed', errorCount: 1, currentRun: null, leaseOwner: null, statistics_created: 30, statistics_deleted: 0 })
+    expect(tracker.lastError).toBeTruthy()
+  })
+})
+
+describe('one run per pipeline', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('20 concurrent triggers start exactly one run; the other 19 are rejected with PIPELINE_RUNNING (409)', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 20, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'guard', source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksGuard' } })
+    await ctx.provider.control.faults({ delay: 200 }) // keep the winning run busy while the others try
+
+    const attempts = await Promise.allSettled(Array.from({ length: 20 }, () => ctx.engine.execute('guard', { async: true })))
+    const started = attempts.filter(a => a.status === 'fulfilled')
+    const rejected = attempts.filter((a): a is PromiseRejectedResult => a.status === 'rejected')
+    expect(started).toHaveLength(1)
+    expect(rejected).toHaveLength(19)
+    for (const { reason } of rejected) expect(reason).toMatchObject({ code: 'PIPELINE_RUNNING', status: 409 })
+
+    const outcome = await started[0].value.done
+    expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 20, updated: 0, deleted: 0 } })
+    const runs = await runsOf('guard')
+    expect(runs).toHaveLength(1)
+    expect(runs[0]).toMatchObject({ ID: started[0].value.runId, status: 'idle' })
+    expect(await ctx.engine.status('guard')).toMatchObject({ status: 'idle', errorCount: 0, currentRun: null })
+  })
+})
+
+describe('retry', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('503 twice, then success: the read is retried and the run completes', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
+    await ctx.engine.addPipeline({
+      name: 'retry-503', mode: 'full', retry: { baseDelay: 20, maxDelay: 100 },
+      source: { service: 'Provider', entity: 'Books', batchSize: 100 }, target: { entity: 'consumer.BooksRetry503' },
+    })
+    await ctx.provider.control.faults({ status: 503, count: 2 })
+    const before = await requestCount()
+    const outcome = await run('retry-503')
+    expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 5, updated: 0, deleted: 0 } })
+    const urls = await urlsSince(before)
+    expect(urls).toHaveLength(3) // 503, 503, 200: the same page requested three times
+    expect(new Set(urls).size).toBe(1)
+    expect(await ql.SELECT.one.from('consumer.BooksRetry503').columns('count(1) as n')).toEqual({ n: 5 })
+  })
+
+  test('400 is final: the run fails after exactly one request', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
+    await ctx.engine.addPipeline({
+      name: 'retry-400', mode: 'full', retry: { baseDelay: 20, maxDelay: 100 },
+      source: { service: 'Provider', entity: 'Books', batchSize: 100 }, target: { entity: 'consumer.BooksRetry400' },
+    })
+    await ctx.provider.control.faults({ status: 400, count: 10 })
+    const before = await requestCount()
+    const { done } = await ctx.engine.execute('retry-400')
+    await expect(done).rejects.toThrow()
+    expect(await urlsSince(before)).toHaveLength(1)
+    const runs = await runsOf('retry-400')
+    expect(runs).toHaveLength(1)
+    expect(runs[0].status).toBe('failed')
+    expect(await ctx.engine.status('retry-400')).toMatchObject({ status: 'failed', errorCount: 1 })
+  })
+
+  test('429 with Retry-After: 1 waits about a second, then succeeds', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
+    await ctx.engine.addPipeline({
+      name: 'retry-429', mode: 'full', retry: { baseDelay: 10, maxDelay: 50 },
+      source: { service: 'Provider', entity: 'Books', batchSize: 100 }, target: { entity: 'consumer.BooksRetry429' },
+    })
+    await ctx.provider.control.faults({ status: 429, count: 1, retryAfter: 1 })
+    const before = await requestCount()
+    const started = Date.now()
+    const outcome = await run('retry-429')
+    const elapsed = Date.now() - started
+    expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 5, updated: 0, deleted: 0 } })
+    expect(await urlsSince(before)).toHaveLength(2)
+    // without Retry-After the backoff would be at most 10 ms
+    expect(elapsed).toBeGreaterThanOrEqual(950)
+    expect(elapsed).toBeLessThan(4000)
+  })
+})

