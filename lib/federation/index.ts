@@ -5,8 +5,10 @@
  */
 import { registerModelHooks } from './annotations.js'
 import { registerReplicate } from './replicate.js'
+import { registerDelegation } from './delegate/index.js'
 
 export function registerFederation(): void {
   registerModelHooks()
   registerReplicate()
+  registerDelegation()
 }

@@ -5,16 +5,37 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from './apps'
 import type DataPipelineService from '../../srv/data-pipeline'
+import type { RunOutcome } from '../../lib/engine/run'
 
 export interface ConsumerContext {
   provider: RunningApp & { control: ProviderControl }
   engine: DataPipelineService
   test: ReturnType<typeof cds.test>
+  /** Executes synchronously and returns the settled `done`. */
+  run(name: string, options?: Record<string, unknown>): Promise<RunOutcome>
+  /** The provider's request counter. */
+  requestCount(): Promise<number>
+  /** Requests since `before`: their number and the decoded URLs starting with or containing `match`. */
+  readsSince(before: number, match?: (url: string) => boolean): Promise<{ requests: number; reads: string[]; urls: string[] }>
 }
 
 /** Call at module top level: starts the provider, boots the consumer, connects the engine. */
 export function useConsumer(options: { provider?: Record<string, string> } = {}): ConsumerContext {
-  const context = {} as ConsumerContext
+  const context = {
+    async run(name, options = {}) {
+      const { done } = await context.engine.execute(name, options)
+      return done
+    },
+    async requestCount() {
+      return (await context.provider.control.stats()).requests
+    },
+    async readsSince(before, match = url => url.includes('/Books?')) {
+      const { requests, urls } = await context.provider.control.stats()
+      const count = requests - before
+      const recent = count > 0 ? urls.slice(-count) : []
+      return { requests: count, reads: recent.filter(match), urls: recent }
+    },
+  } as ConsumerContext
   beforeAll(async () => {
     context.provider = await startProvider(options.provider)
   })

@@ -7,25 +7,9 @@
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
+const { run, requestCount, readsSince } = ctx
 
 const T0 = '2026-01-01T00:00:00.000Z'
-
-async function run(name: string, options: Record<string, unknown> = {}) {
-  const { done } = await ctx.engine.execute(name, options)
-  return done
-}
-
-/** The provider's request counter and the read URLs (decoded) sent since `before`. */
-async function readsSince(before: number): Promise<{ requests: number; reads: string[] }> {
-  const { requests, urls } = await ctx.provider.control.stats()
-  const count = requests - before
-  const recent = count > 0 ? urls.slice(-count) : []
-  return { requests: count, reads: recent.filter(u => u.includes('/Books?')) }
-}
-
-async function requestCount(): Promise<number> {
-  return (await ctx.provider.control.stats()).requests
-}
 
 async function waitFor(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
   const end = Date.now() + timeout

@@ -6,24 +6,11 @@
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
+const { run, requestCount } = ctx
+const urlsSince = async (before: number) => (await ctx.readsSince(before)).urls
 
 const T0 = '2026-01-01T00:00:00.000Z'
 const RUNS = 'plugin.data_pipeline.PipelineRuns'
-
-async function run(name: string, options: Record<string, unknown> = {}) {
-  const { done } = await ctx.engine.execute(name, options)
-  return done
-}
-
-async function requestCount(): Promise<number> {
-  return (await ctx.provider.control.stats()).requests
-}
-
-/** Provider requests (decoded URLs) since `before`. */
-async function urlsSince(before: number): Promise<string[]> {
-  const { requests, urls } = await ctx.provider.control.stats()
-  return requests > before ? urls.slice(-(requests - before)) : []
-}
 
 function runsOf(name: string): Promise<Array<Record<string, any>>> {
   return ql.SELECT.from(RUNS).where({ pipeline_name: name }).orderBy('startTime')

@@ -9,25 +9,10 @@
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
+const { run, requestCount } = ctx
+const readsSince = (before: number) => ctx.readsSince(before, url => url.startsWith(V2_BOOKS))
 
 const V2_BOOKS = '/odata/v2/catalog/Books?'
-
-async function run(name: string, options: Record<string, unknown> = {}) {
-  const { done } = await ctx.engine.execute(name, options)
-  return done
-}
-
-async function requestCount(): Promise<number> {
-  return (await ctx.provider.control.stats()).requests
-}
-
-/** The provider's request count and the V2 read URLs (decoded) since `before`. */
-async function readsSince(before: number): Promise<{ requests: number; reads: string[] }> {
-  const { requests, urls } = await ctx.provider.control.stats()
-  const count = requests - before
-  const recent = count > 0 ? urls.slice(-count) : []
-  return { requests: count, reads: recent.filter(u => u.startsWith(V2_BOOKS)) }
-}
 
 async function rowsOf(entity: string): Promise<Array<Record<string, unknown>>> {
   return (await ql.SELECT.from(entity).orderBy('ID')) as Array<Record<string, unknown>>

@@ -273,7 +273,7 @@ export function isToMany(element: LinkedElement): boolean {
   return Boolean(element.is2many ?? (element.cardinality?.max === '*' || (typeof element.cardinality?.max === 'number' && element.cardinality.max > 1)))
 }
 
-export function isAssociationElement(element: LinkedElement | undefined): element is LinkedElement {
+export function isAssociationElement(element: LinkedElement | undefined): boolean {
   return Boolean(element && (element.isAssociation || element.target || element.type === 'cds.Association' || element.type === 'cds.Composition'))
 }
 

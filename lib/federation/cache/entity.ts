@@ -1,0 +1,206 @@
+/**
+ * The `entity` cache of `@federation.delegate: { cache: { strategy: 'entity', ttl } }`: the
+ * delegated entity's rows (all of them, its scalar elements under their local names) are
+ * copied into a local datastore and refreshed when the TTL expired; a direct read of the
+ * entity (no expand, no navigation) then runs there — any `$filter`, `$orderby`, `$top/$skip`,
+ * `$count` or `$search`.
+ *
+ * One store per tenant; cache tables carry no tenant column (SPEC "Multi-tenancy settings").
+ * By default a store is an in-memory SQLite database; declaring
+ * `cds.requires['data-federation-cache'] = { kind: 'sqlite' }` moves each tenant's store to a
+ * file (`entityCache.urlTemplate`, default `data-federation-cache-{tenant}.sqlite`, in
+ * `entityCache.baseDir`, default the project root). Requests without a tenant use
+ * `entityCache.defaultTenant` (`default`). Loads are single flight per tenant and entity.
+ */
+import cds from '@sap/cds'
+import path from 'node:path'
+import fs from 'node:fs'
+import { LOGGER } from '../../constants.js'
+import { isAssociationElement, entityNamed, type CacheOptions, type DelegateInfo, type LinkedElement } from '../delegate/model.js'
+import type { RemoteResult, Row } from '../delegate/remote.js'
+
+const LOG = cds.log(LOGGER.federation)
+
+interface Database {
+  model: unknown
+  run(query: unknown): Promise<unknown>
+  tx<T>(fn: (tx: Database) => Promise<T>): Promise<T>
+  disconnect?(): Promise<void>
+}
+
+export interface EntityCacheSettings {
+  files: boolean
+  urlTemplate: string
+  defaultTenant: string
+  baseDir: string
+}
+
+export function entityCacheSettings(): EntityCacheSettings {
+  const requires = (cds as unknown as { env: { requires: Record<string, Record<string, unknown> | undefined> } }).env.requires
+  const files = requires['data-federation-cache']
+  const merged: Record<string, unknown> = {
+    ...((requires['data-pipeline']?.entityCache as object) ?? {}),
+    ...((files?.entityCache as object) ?? {}),
+  }
+  for (const key of ['urlTemplate', 'defaultTenant', 'baseDir']) if (files?.[key] !== undefined) merged[key] = files[key]
+  return {
+    files: files?.kind === 'sqlite',
+    urlTemplate: typeof merged.urlTemplate === 'string' ? merged.urlTemplate : 'data-federation-cache-{tenant}.sqlite',
+    defaultTenant: typeof merged.defaultTenant === 'string' ? merged.defaultTenant : 'default',
+    baseDir: typeof merged.baseDir === 'string' ? merged.baseDir : (cds as unknown as { root: string }).root,
+  }
+}
+
+/** The file of a tenant's store (tenant names are reduced to file-safe characters). */
+export function storeFile(tenant: string, settings = entityCacheSettings()): string {
+  const safe = tenant.replace(/[^\w.-]/g, '_')
+  return path.resolve(settings.baseDir, settings.urlTemplate.replace('{tenant}', safe))
+}
+
+function scalarElements(entityName: string): Record<string, LinkedElement> {
+  const entity = entityNamed(entityName)
+  const out: Record<string, LinkedElement> = {}
+  for (const [name, el] of Object.entries(entity?.elements ?? {})) {
+    if (isAssociationElement(el) || el.virtual || el.value !== undefined || el.elements) continue
+    out[name] = el
+  }
+  return out
+}
+
+function cacheDefinition(entityName: string): object {
+  const elements: Record<string, object> = {}
+  for (const [name, el] of Object.entries(scalarElements(entityName))) {
+    const builtin = el.type?.startsWith('cds.') ? el.type : ((el as { _type?: string })._type ?? 'cds.String')
+    const def: Record<string, unknown> = { type: builtin }
+    if (el.key) def.key = true
+    for (const facet of ['length', 'precision', 'scale'] as const) if (el[facet] !== undefined) def[facet] = el[facet]
+    elements[name] = def
+  }
+  return { kind: 'entity', elements }
+}
+
+interface Store {
+  db: Database
+  definitions: Record<string, object>
+}
+
+export interface EntityCacheStats {
+  loads: number
+  hits: number
+}
+
+export class EntityCache {
+  private stores = new Map<string, Promise<Store>>()
+  private expires = new Map<string, number>()
+  private loading = new Map<string, Promise<void>>()
+  readonly stats: EntityCacheStats = { loads: 0, hits: 0 }
+
+  /** The tenant whose store serves the current request. */
+  tenantOf(options: CacheOptions): string {
+    const settings = entityCacheSettings()
+    const tenant = (cds as unknown as { context?: { tenant?: string } }).context?.tenant
+    return options.tenantScoped && tenant ? tenant : settings.defaultTenant
+  }
+
+  private store(tenant: string): Promise<Store> {
+    let store = this.stores.get(tenant)
+    if (!store) {
+      store = (async () => {
+        const settings = entityCacheSettings()
+        const url = settings.files ? storeFile(tenant, settings) : ':memory:'
+        if (settings.files) fs.mkdirSync(path.dirname(url), { recursive: true })
+        const c = cds as unknown as { connect: { to(name: string, options: object): Promise<Database> }; linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object } } }
+        const definitions: Record<string, object> = {}
+        const db = await c.connect.to(`data-federation-cache-${tenant}`, {
+          kind: 'sqlite',
+          credentials: { url },
+          model: c.linked(c.compile.for.nodejs({ definitions })),
+          silent: true,
+        })
+        LOG._debug && LOG.debug(`entity cache store for tenant '${tenant}' at ${url}`)
+        return { db, definitions }
+      })()
+      store.catch(() => this.stores.delete(tenant))
+      this.stores.set(tenant, store)
+    }
+    return store
+  }
+
+  /** Creates the cache table of an entity in a store (dropping one left by an earlier process). */
+  private async ensureTable(store: Store, entity: string): Promise<void> {
+    if (store.definitions[entity]) return
+    const c = cds as unknown as { linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object }; to: { sql(csn: object): string[] } } }
+    const definition = cacheDefinition(entity)
+    const ddl = c.compile.to.sql({ definitions: { [entity]: definition } } as object)
+    await store.db.run(`DROP TABLE IF EXISTS ${entity.replace(/\./g, '_')}`)
+    for (const statement of ddl) await store.db.run(statement)
+    store.definitions[entity] = definition
+    store.db.model = c.linked(c.compile.for.nodejs({ definitions: { ...store.definitions } }))
+  }
+
+  private async refresh(store: Store, tenant: string, info: DelegateInfo, options: CacheOptions, loadAll: (columns: string[]) => Promise<Row[]>): Promise<void> {
+    const id = `${tenant}|${info.entity}`
+    if ((this.expires.get(id) ?? 0) > Date.now()) return
+    let pending = this.loading.get(id)
+    if (!pending) {
+      pending = (async () => {
+        this.stats.loads++
+        await this.ensureTable(store, info.entity)
+        const columns = Object.keys(scalarElements(info.entity))
+        const rows = await loadAll(columns)
+        const entries = rows.map(row => Object.fromEntries(columns.map(c => [c, row[c] ?? null])))
+        const { DELETE, INSERT } = (cds as unknown as { ql: { DELETE: { from(e: string): object }; INSERT: { into(e: string): { entries(r: object[]): object } } } }).ql
+        await store.db.tx(async tx => {
+          await tx.run(DELETE.from(info.entity))
+          if (entries.length) await tx.run(INSERT.into(info.entity).entries(entries))
+        })
+        this.expires.set(id, Date.now() + options.ttl)
+        LOG._debug && LOG.debug(`entity cache of '${info.entity}' (tenant '${tenant}') loaded: ${entries.length} rows`)
+      })().finally(() => this.loading.delete(id))
+      this.loading.set(id, pending)
+    }
+    await pending
+  }
+
+  /** Runs a direct read (`select` without expands) on the tenant's copy, loading it first when stale. */
+  async read(info: DelegateInfo, options: CacheOptions, select: Record<string, unknown>, loadAll: (columns: string[]) => Promise<Row[]>): Promise<RemoteResult> {
+    const tenant = this.tenantOf(options)
+    const store = await this.store(tenant)
+    const fresh = (this.expires.get(`${tenant}|${info.entity}`) ?? 0) > Date.now()
+    await this.refresh(store, tenant, info, options, loadAll)
+    if (fresh) this.stats.hits++
+    const local = JSON.parse(JSON.stringify(select)) as Record<string, unknown>
+    local.from = { ref: [info.entity] }
+    const result = await store.db.run({ SELECT: local })
+    if (local.one || !Array.isArray(result)) return { rows: result == null ? [] : [result as Row], one: true }
+    const count = (result as { $count?: number }).$count
+    return { rows: result as Row[], count, one: false }
+  }
+
+  /** Marks an entity's copy stale in the current tenant's store (after a write through the proxy). */
+  invalidate(info: DelegateInfo, options: CacheOptions): void {
+    this.expires.delete(`${this.tenantOf(options)}|${info.entity}`)
+  }
+
+  /** Drops a tenant's store and, with file stores, its file (e.g. on unsubscribe). */
+  async flushTenant(tenant: string): Promise<void> {
+    const store = this.stores.get(tenant)
+    this.stores.delete(tenant)
+    for (const id of [...this.expires.keys()]) if (id.startsWith(`${tenant}|`)) this.expires.delete(id)
+    if (store) await (await store).db.disconnect?.().catch(() => undefined)
+    const settings = entityCacheSettings()
+    if (settings.files) fs.rmSync(storeFile(tenant, settings), { force: true })
+  }
+
+  async clear(): Promise<void> {
+    for (const tenant of [...this.stores.keys()]) {
+      const store = this.stores.get(tenant)
+      this.stores.delete(tenant)
+      if (store) await (await store).db.disconnect?.().catch(() => undefined)
+    }
+    this.expires.clear()
+    this.stats.loads = this.stats.hits = 0
+  }
+}
+
+export const entityCache = new EntityCache()

@@ -1,0 +1,264 @@
+/**
+ * The live proxy of `@federation.delegate`. On `serving` of each application service, ON
+ * handlers are added — only for entities that need them — just ahead of CAP's generic CRUD
+ * handler (so the application's own ON handlers still run first):
+ *
+ * - delegated entities (annotated, or projecting an annotated view): READ is answered by the
+ *   remote service (see remote.ts), writes are forwarded live, and 405 when read-only;
+ * - local entities with associations into a delegated entity, or targeted by one: READ runs
+ *   locally, with the parts that cross the boundary (expands, navigation, filters) resolved
+ *   on the other side (expand.ts, navigation.ts, filters.ts).
+ *
+ * Whatever reaches into the other side is read through the same application service
+ * (`srv.run`), so every entity's own rules, caches and authorization apply recursively.
+ */
+import cds from '@sap/cds'
+import { LOGGER } from '../../constants.js'
+import {
+  delegationOf, entityNamed, isAssociationElement, registry, sideOf, targetOf,
+  type CacheOptions, type DelegateInfo, type LinkedEntity,
+} from './model.js'
+import { applyStitch, FederationRequestError, planColumns, stripAdded, type Column, type QueryRunner } from './expand.js'
+import { assertOrderBy, FilterRewriter } from './filters.js'
+import { crossesSides, resolveNavigation } from './navigation.js'
+import { connectRemote, fetchRemote, type RemoteResult, type Row } from './remote.js'
+import { and, type Token } from './keys.js'
+import { responseCache } from '../cache/response.js'
+import { entityCache } from '../cache/entity.js'
+
+const LOG = cds.log(LOGGER.federation)
+
+interface Select {
+  from: { ref: Array<string | { id: string; where?: Token[] }> }
+  columns?: Array<Column | '*'>
+  where?: Token[]
+  orderBy?: unknown[]
+  one?: boolean
+  count?: boolean
+  limit?: { rows?: { val?: number }; offset?: { val?: number } } | null
+  [other: string]: unknown
+}
+
+interface Request {
+  event: string
+  query?: { SELECT?: Select; INSERT?: unknown; UPDATE?: unknown; DELETE?: unknown; UPSERT?: unknown }
+  target?: LinkedEntity
+  data?: unknown
+  reject(status: number, message: string): never
+}
+
+type Next = () => Promise<unknown>
+
+interface HandlerEntry {
+  handler?: { name?: string }
+}
+
+interface ApplicationService extends QueryRunner {
+  name: string
+  entities: Iterable<LinkedEntity>
+  handlers: { on: HandlerEntry[] }
+  on(events: string | string[], entities: string[], handler: (req: Request, next: Next) => Promise<unknown>): unknown
+}
+
+/** All delegated infos seen while serving, for cache invalidation across views of one source. */
+const delegatedInfos = new Map<string, DelegateInfo>()
+
+function rowsOf(result: unknown): Row[] {
+  if (Array.isArray(result)) return result as Row[]
+  return result && typeof result === 'object' ? [result as Row] : []
+}
+
+function withCount<T extends unknown[]>(rows: T, count: number | undefined): T {
+  if (count !== undefined) Object.defineProperty(rows, '$count', { value: count, enumerable: false, configurable: true, writable: true })
+  return rows
+}
+
+function plainSelect(select: Select): Record<string, unknown> {
+  const plain: Record<string, unknown> = {}
+  for (const key of ['from', 'columns', 'where', 'orderBy', 'limit', 'count', 'search', 'one', 'groupBy', 'having', 'distinct']) {
+    if (select[key] !== undefined) plain[key] = select[key]
+  }
+  return JSON.parse(JSON.stringify(plain)) as Record<string, unknown>
+}
+
+/** A read the entity cache can answer: one entity, no expand. */
+function directRead(select: Select): boolean {
+  return select.from.ref.length === 1 && !(select.columns ?? []).some(c => typeof c === 'object' && c.expand)
+}
+
+function toResult(result: RemoteResult): unknown {
+  if (result.one) return result.rows[0] ?? null
+  return withCount(result.rows, result.count)
+}
+
+/** Runs a delegated SELECT at its remote (or from its cache). */
+async function readRemote(info: DelegateInfo, select: Select): Promise<unknown> {
+  const cache = info.options.cache
+  if (cache?.strategy === 'entity' && directRead(select)) {
+    const plain = plainSelect(select)
+    const step = select.from.ref[0]
+    if (typeof step === 'object' && step.where?.length) plain.where = and(step.where, plain.where as Token[] | undefined)
+    const loadAll = async (columns: string[]) =>
+      (await fetchRemote(info, { SELECT: { from: { ref: [info.entity] }, columns: columns.map(c => ({ ref: [c] })), limit: null } })).rows
+    return toResult(await entityCache.read(info, cache, plain, loadAll))
+  }
+  if (cache) return toResult(await responseCache.get(info, cache, plainSelect(select), () => fetchRemote(info, { SELECT: select })))
+  return toResult(await fetchRemote(info, { SELECT: select }))
+}
+
+/** READ on an entity of either side, with everything that crosses the boundary resolved. */
+async function federatedRead(srv: ApplicationService, req: Request, next: Next): Promise<unknown> {
+  const select = req.query?.SELECT
+  const entity = entityNamed(req.target?.name)
+  if (!select || !entity || !select.from?.ref) return next()
+  const info = delegationOf(entity)
+  const rewriter = new FilterRewriter(srv)
+  let touched = Boolean(info)
+
+  if (crossesSides(select.from.ref)) {
+    touched = true
+    const resolved = await resolveNavigation(srv, select)
+    if (!resolved) return select.one ? null : withCount([], select.count ? 0 : undefined)
+    select.from = resolved.from as Select['from']
+    select.where = resolved.where
+  }
+  if (rewriter.crosses(entity, select.where)) {
+    touched = true
+    select.where = await rewriter.rewrite(entity, select.where!)
+  }
+  assertOrderBy(entity, select.orderBy)
+  const plan = planColumns(entity, select.columns)
+  if (!touched && !plan.stitches.length) return next()
+  select.columns = plan.columns
+
+  const result = info ? await readRemote(info, select) : await next()
+  const roots = rowsOf(result)
+  if (roots.length) {
+    for (const stitch of plan.stitches) await applyStitch(srv, roots, stitch, { rewrite: (e, w) => rewriter.rewrite(e, w) })
+    stripAdded(roots, plan.added)
+  }
+  return result
+}
+
+/** Association payloads of a write that belong to another side (never written through the proxy). */
+function crossingPayload(entity: LinkedEntity, data: unknown): string | undefined {
+  const side = sideOf(entity)
+  for (const row of rowsOf(data)) {
+    for (const [name, value] of Object.entries(row)) {
+      const element = entity.elements[name]
+      if (!isAssociationElement(element) || value === null || typeof value !== 'object') continue
+      const target = targetOf(element)
+      if (target && sideOf(target) !== side) return name
+    }
+  }
+  return undefined
+}
+
+function invalidateCaches(info: DelegateInfo): void {
+  for (const each of [info, ...[...delegatedInfos.values()].filter(i => i.remoteEntity === info.remoteEntity && i !== info)]) {
+    const cache: CacheOptions | undefined = each.options.cache
+    if (!cache) continue
+    responseCache.invalidate(each, cache)
+    entityCache.invalidate(each, cache)
+  }
+}
+
+async function delegatedWrite(req: Request): Promise<unknown> {
+  const info = delegationOf(req.target)
+  if (!info) throw new FederationRequestError(500, `'${req.target?.name}' is not a delegated entity`)
+  if (info.options.readonly)
+    throw new FederationRequestError(405, `'${info.entity}' is delegated read-only (@federation.delegate: { readonly: true }); ${req.event} is not allowed`)
+  const crossing = crossingPayload(req.target!, req.data)
+  if (crossing) throw new FederationRequestError(400, `'${crossing}' of '${info.entity}' is not stored at ${info.remoteService}; write it through its own entity`)
+  const remote = await connectRemote(info)
+  try {
+    return await remote.run(req.query)
+  } finally {
+    invalidateCaches(info)
+  }
+}
+
+function reject(req: Request, error: unknown): never {
+  if (error instanceof FederationRequestError) return req.reject(error.status, error.message)
+  throw error
+}
+
+/** Registers ON handlers just ahead of CAP's generic CRUD handler (or first when there is none). */
+function registerOn(srv: ApplicationService, events: string[], entities: string[], handler: (req: Request, next: Next) => Promise<unknown>): void {
+  const list = srv.handlers.on
+  const before = list.length
+  srv.on(events, entities, handler)
+  const mine = list.splice(before)
+  const generic = list.findIndex(h => h.handler?.name === 'handle_crud_requests')
+  list.splice(generic >= 0 ? generic : 0, 0, ...mine)
+}
+
+/** Which entities of a service need the proxy, and registers its handlers for them. */
+export function attachDelegation(srv: ApplicationService): { delegated: string[]; local: string[] } {
+  const delegated: string[] = []
+  const local = new Set<string>()
+  const entities = [...srv.entities]
+  for (const entity of entities) {
+    const info = delegationOf(entity)
+    if (!info) continue
+    delegated.push(entity.name)
+    delegatedInfos.set(info.entity, info)
+    registry.register(info)
+  }
+  for (const entity of entities) {
+    const side = sideOf(entity)
+    for (const element of Object.values(entity.elements)) {
+      if (!isAssociationElement(element)) continue
+      const target = targetOf(element)
+      if (!target || sideOf(target) === side) continue
+      if (side === 'local') local.add(entity.name)
+      if (sideOf(target) === 'local' && target.name.startsWith(`${srv.name}.`)) local.add(target.name)
+    }
+  }
+  if (!delegated.length && !local.size) return { delegated, local: [] }
+
+  const onRead = async (req: Request, next: Next) => {
+    try {
+      return await federatedRead(srv, req, next)
+    } catch (error) {
+      return reject(req, error)
+    }
+  }
+  registerOn(srv, ['READ'], [...delegated, ...local], onRead)
+  if (delegated.length) {
+    registerOn(srv, ['CREATE', 'UPDATE', 'UPSERT', 'DELETE'], delegated, async (req: Request) => {
+      try {
+        return await delegatedWrite(req)
+      } catch (error) {
+        return reject(req, error)
+      }
+    })
+  }
+  LOG._debug && LOG.debug(`${srv.name}: delegated ${delegated.join(', ') || '-'}; federated local ${[...local].join(', ') || '-'}`)
+  return { delegated, local: [...local] }
+}
+
+let registered = false
+
+/** Adds the delegate proxy to every application service when it is served. */
+export function registerDelegation(): void {
+  if (registered) return
+  registered = true
+  cds.on('serving', (srv: unknown) => {
+    const service = srv as ApplicationService & { constructor: unknown }
+    const ApplicationServiceClass = (cds as unknown as { ApplicationService: new (...args: unknown[]) => unknown }).ApplicationService
+    if (!(service instanceof ApplicationServiceClass) || !service.entities) return
+    try {
+      attachDelegation(service)
+    } catch (error) {
+      // a side path: the service keeps serving its local entities
+      LOG.error(`could not attach @federation.delegate handlers to ${service.name}:`, error)
+    }
+  })
+}
+
+/** For tests and tools: what the proxy knows about an entity. */
+export function delegateInfo(entity: string): DelegateInfo | undefined {
+  return delegationOf(entity)
+}
+

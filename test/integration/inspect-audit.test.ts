@@ -1,0 +1,60 @@
+/**
+ * Data inspector + the real @cap-js/audit-logging plugin (console logger): previews of
+ * columns annotated @PersonalData.IsPotentiallySensitive emit SensitiveDataRead, others don't.
+ */
+import cds from '@sap/cds'
+import path from 'node:path'
+import { formatWithOptions } from 'node:util'
+import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { ql } from '../helpers/consumer'
+
+let provider: RunningApp & { control: ProviderControl }
+beforeAll(async () => {
+  provider = await startProvider()
+})
+const { GET } = cds.test(path.join(FIXTURES, 'management'))
+beforeAll(async () => {
+  const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
+  requires.Provider.credentials = { url: `${provider.url}/odata/v4/catalog` }
+  await ql.INSERT.into('host.People').entries([
+    { ID: 1, name: 'Ann', email: 'ann@example.com', secret: 'S1' },
+    { ID: 2, name: 'Bob', email: 'bob@example.com', secret: 'S2' },
+  ])
+})
+afterAll(async () => {
+  await provider?.stop()
+})
+
+const inspect = (params: string) => GET(`/pipeline/Pipelines('people')/DataPipelineManagementService.inspectData(${params})`)
+
+/** Console output while `fn` runs and for `settle` ms after (the audit log is queued). */
+async function consoleDuring(fn: () => Promise<unknown>, settle = 1500): Promise<string> {
+  const lines: string[] = []
+  const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { lines.push(formatWithOptions({ depth: 6 }, ...args)) })
+  try {
+    await fn()
+    for (let waited = 0; waited < settle && !lines.some(l => l.includes('SensitiveDataRead')); waited += 100) await new Promise(r => setTimeout(r, 100))
+  } finally {
+    spy.mockRestore()
+  }
+  return lines.join('\n')
+}
+
+describe('data inspector audit logging', () => {
+  test('previewing a sensitive column emits SensitiveDataRead through the real audit-log service', async () => {
+    let response: { status: number; data: { value: string } } | undefined
+    const output = await consoleDuring(async () => {
+      response = await inspect("side='source',columnsJson='[\"ID\",\"email\"]',filters=null,top=10,skip=0")
+    })
+    expect(response!.status).toBe(200)
+    expect(JSON.parse(response!.data.value).rows).toEqual([{ ID: 1, email: 'ann@example.com' }, { ID: 2, email: 'bob@example.com' }])
+    expect(output).toContain('[audit-log] - SensitiveDataRead:')
+    expect(output).toMatch(/name: 'email'/)
+    expect(output).toMatch(/type: 'host\.People'/)
+  })
+
+  test('a preview without sensitive columns emits nothing', async () => {
+    const output = await consoleDuring(() => inspect("side='source',columnsJson='[\"ID\",\"name\"]',filters=null,top=10,skip=0"), 800)
+    expect(output).not.toContain('SensitiveDataRead')
+  })
+})
