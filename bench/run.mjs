@@ -123,7 +123,7 @@ function runWorker(options) {
     const child = fork(fileURLToPath(import.meta.url), ['--worker'], {
       cwd: CONSUMER_DIR,
       execPath: process.execPath,
-      execArgv: [...process.execArgv, ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
+      execArgv: [...process.execArgv, '--expose-gc', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
       env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
@@ -170,6 +170,9 @@ function printTable(results, summary) {
     ['provider CPU: full / read (ms)', ...results.map(r => `${r.full.providerCpuMs} / ${r.read.providerCpuMs}`)],
     ['peak RSS during cold full run (MB)', ...results.map(r => String(r.peakRss.fullRunMB))],
     ['  RSS after boot (MB)', ...results.map(r => String(r.peakRss.bootMB))],
+    ['  at peak: V8 heap total (MB)', ...results.map(r => String(r.peakRss.atPeak.heapTotal))],
+    ['  SQLite in-memory database (MB)', ...results.map(r => String(r.peakRss.sqliteDatabaseMB))],
+    ['  heap used after GC: boot → after run (MB)', ...results.map(r => `${r.peakRss.heapUsedAfterGcMB.boot} → ${r.peakRss.heapUsedAfterGcMB.afterRun}`)],
     [`delta (no change): requests = ${TARGETS.deltaRequests}`, ...results.map(r => `${r.delta.requests}${ok(r.delta.requests, r.delta.requests === TARGETS.deltaRequests)}`)],
     ['delta run (ms, median of 9)', ...results.map(r => String(r.delta.ms))],
     ['same request sent directly (ms, median)', ...results.map(r => String(r.delta.directMs))],
@@ -328,13 +331,23 @@ async function worker() {
 
   // first full run: fresh process, nothing else has allocated yet → its peak RSS is the run's
   await db.run(DELETE.from(TARGET))
-  const bootMB = process.memoryUsage().rss / MB
-  let peak = bootMB
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss / MB) }, 50)
+  global.gc?.()
+  const memory = () => { const m = process.memoryUsage(); return { rss: m.rss / MB, heapTotal: m.heapTotal / MB, heapUsed: m.heapUsed / MB, external: m.external / MB, arrayBuffers: m.arrayBuffers / MB } }
+  const boot = memory()
+  const bootMB = boot.rss
+  let atPeak = boot
+  const sample = () => { const m = memory(); if (m.rss > atPeak.rss) atPeak = m }
+  const sampler = setInterval(sample, 50)
   const first = await fullRun()
   clearInterval(sampler)
   profiled.clear() // profiles are of warm phases
-  peak = Math.max(peak, process.memoryUsage().rss / MB)
+  sample()
+  const peak = atPeak.rss
+  // what stays: the copied rows in SQLite (in-memory database) and anything the run retained
+  global.gc?.()
+  const after = memory()
+  const pragma = async name => { const r = await db.run(`SELECT * FROM pragma_${name}()`); return Number(Object.values(Array.isArray(r) ? r[0] : r)[0]) }
+  const sqliteMB = ((await pragma('page_count')) * (await pragma('page_size'))) / MB
   const hwm = vmHwmMB()
   progress(`N=${n}: first (cold) full run ${first.ms.toFixed(0)} ms, peak RSS ${peak.toFixed(1)} MB (VmHWM ${hwm?.toFixed(1)} MB, after boot ${bootMB.toFixed(1)} MB)`)
 
@@ -407,7 +420,12 @@ async function worker() {
     write,
     writeTarget: summaryOf(measured.writeTarget),
     ratio: { fullVsMax: round(full.ms / Math.max(read.ms, write.ms), 2), perRound: perRound.map(x => round(x, 2)), medianPerRound: round(median(perRound), 2) },
-    peakRss: { fullRunMB: round(peak, 1), vmHwmMB: round(hwm, 1), bootMB: round(bootMB, 1) },
+    peakRss: {
+      fullRunMB: round(peak, 1), vmHwmMB: round(hwm, 1), bootMB: round(bootMB, 1),
+      atPeak: Object.fromEntries(Object.entries(atPeak).map(([k, v]) => [k, round(v, 1)])),
+      heapUsedAfterGcMB: { boot: round(boot.heapUsed, 1), afterRun: round(after.heapUsed, 1) },
+      sqliteDatabaseMB: round(sqliteMB, 1),
+    },
     delta: {
       requests: Math.max(warm.requests, ...deltas.map(d => d.requests)),
       requestsPerRun: [warm.requests, ...deltas.map(d => d.requests)],

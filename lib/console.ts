@@ -93,10 +93,8 @@ export function consoleMiddleware(root = CONSOLE_DIR, settings: ConsoleSettings 
       res.setHeader('cache-control', 'no-cache')
       res.setHeader('x-content-type-options', 'nosniff')
       if (isIndex) {
-        index ??= (() => {
-          const body = Buffer.from(indexHtml(fs.readFileSync(file, 'utf8'), ui5))
-          return { body, etag: `"i${stat.size.toString(16)}-${stat.mtimeMs.toString(16)}-${ui5 ? 'x' : 'b'}"` }
-        })()
+        const etag = `"i${stat.size.toString(16)}-${Math.floor(stat.mtimeMs).toString(16)}-${ui5 ? 'x' : 'b'}"`
+        if (index?.etag !== etag) index = { body: Buffer.from(indexHtml(fs.readFileSync(file, 'utf8'), ui5)), etag }
         res.setHeader('etag', index.etag)
         if (req.headers['if-none-match'] === index.etag) {
           res.statusCode = 304

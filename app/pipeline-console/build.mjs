@@ -22,6 +22,8 @@ const force = process.argv.includes('--force')
 /** The OpenUI5 libraries the console uses (sap.m needs sap.ui.unified and sap.ui.layout). */
 export const LIBRARIES = ['sap/ui/core', 'sap/m', 'sap/f', 'sap/ui/layout', 'sap/ui/unified']
 export const THEME = 'sap_horizon'
+/** Modules the framework loads by name at run time (not found by the bundler's analysis). */
+export const DYNAMIC_MODULES = ['sap/ui/core/boot/', 'sap/ui/core/date/Gregorian.js']
 
 function filesOf(dir, prefix = '') {
   if (!fs.existsSync(dir)) return []
@@ -48,7 +50,8 @@ export function keep(file) {
   if (file.startsWith('test-resources/')) return false
   if (!file.startsWith('resources/')) return true // the app's own files
   const res = file.slice('resources/'.length)
-  if (res === 'sap-ui-custom.js') return true
+  if (res === 'sap-ui-custom.js' || res === 'sap-ui-version.json') return true
+  if (DYNAMIC_MODULES.some(pattern => pattern.endsWith('/') ? res.startsWith(pattern) && res.endsWith('.js') : res === pattern)) return true
   if (res === 'sap/ui/core/cldr/en.json') return true
   const lib = LIBRARIES.find(l => res.startsWith(`${l}/`))
   if (!lib) return false
@@ -120,6 +123,22 @@ for (const lib of LIBRARIES) {
   }
 }
 if (!kept.includes('resources/sap-ui-custom.js') || !kept.includes('index.html')) throw new Error('console build: the self-contained bundle or index.html is missing')
+// lazily referenced libraries ask for an optional bundle-info file; everything the console
+// uses of them is in the self-contained bundle already
+for (const lib of ['sap/ui/unified', 'sap/ui/layout']) {
+  const rel = `resources/${lib}/library-preload-lazy.js`
+  fs.writeFileSync(path.join(out, rel), `//@ui5-bundle ${lib}/library-preload-lazy.js\n// the console's modules of this library are in resources/sap-ui-custom.js\n`)
+  kept.push(rel)
+}
+// the framework asks for the version info once; the bundle has no sap-ui-version.json of its own
+const versionInfo = {
+  name: 'pipeline.console',
+  version: require(path.join(here, 'package.json')).version,
+  buildTimestamp: new Date().toISOString(),
+  libraries: Object.values(sources).map(name => ({ name, version: require(`@openui5/${name}/package.json`).version })),
+}
+fs.writeFileSync(path.join(out, 'resources', 'sap-ui-version.json'), JSON.stringify(versionInfo))
+kept.push('resources/sap-ui-version.json')
 const seconds = ((Date.now() - started) / 1000).toFixed(1)
 fs.writeFileSync(info, JSON.stringify({ hash, files: kept.length, bytes, seconds: Number(seconds) }, null, 2))
 console.log(`console: dist/console built in ${seconds} s: ${kept.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MiB`)

@@ -267,14 +267,20 @@ export async function* prefetch<T>(source: AsyncIterable<T>): AsyncGenerator<T> 
 }
 
 /**
- * Lets the event loop turn a few times (fewer if `next` settles first) so the read just
- * started actually goes out — a remote service puts its request on the wire only some
- * macrotask turns after `send()` — before the caller runs the write of the current batch,
- * whose database work (e.g. node:sqlite) is synchronous and would otherwise hold the request
- * back until the write ends, serialising read and write.
+ * Lets the read just started actually go out before the caller runs the write of the current
+ * batch. A remote service puts its request on the wire only some event-loop turns after
+ * `send()` (CAP's remote service through the SAP Cloud SDK also waits for a thread-pool
+ * hash), while database writes such as node:sqlite's run synchronously: started right away,
+ * the write would hold the request back until it ends, and read and write would take turns
+ * instead of overlapping. A few turns, then at most ~1 ms, ending early once `next` settles
+ * (in-process sources).
  */
-async function underway(next: Promise<unknown>, turns = 8): Promise<void> {
+async function underway(next: Promise<unknown>): Promise<void> {
   let settled = false
-  next.then(() => { settled = true }, () => { settled = true })
-  for (let i = 0; i < turns && !settled; i++) await new Promise<void>(resolve => setImmediate(resolve))
+  const done = next.then(() => { settled = true }, () => { settled = true })
+  for (let i = 0; i < 8 && !settled; i++) await new Promise<void>(resolve => setImmediate(resolve))
+  if (settled) return
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([done, new Promise<void>(resolve => { timer = setTimeout(resolve, 1) })])
+  clearTimeout(timer)
 }

@@ -10,6 +10,7 @@ export interface Query {
   orderBy(...args: unknown[]): Query
   limit(rows: number, offset?: number): Query
   entries(rows: unknown[]): Query
+  rows(rows: unknown[][]): Query
   set(data: Record<string, unknown>): Query
   SELECT?: { orderBy?: unknown[]; columns?: unknown[]; one?: boolean }
 }

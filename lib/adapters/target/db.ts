@@ -6,7 +6,7 @@
 import { BaseTargetAdapter } from './base.js'
 import { toCqn, fromSlice, and } from '../predicate.js'
 import { PipelineError } from '../../engine/errors.js'
-import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
+import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../engine/config.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
@@ -21,6 +21,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   /** A full run's refill of the target it truncated: the run, and the highest key written since. */
   private refill?: { runId: string; highest?: unknown[] }
   private keyKinds?: Array<'number' | 'string' | undefined>
+  /** Whether a batch's column list qualifies for INSERT `rows` (see flatColumns). */
+  private flat?: { signature: string; ok: boolean }
 
   capabilities(): TargetCapabilities {
     return { keyAddressableUpsert: true, truncate: true, batchDelete: true, batchInsert: true }
@@ -63,7 +65,10 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const rows = this.dedupe(records)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
     if (this.onlyNewKeys(rows, context)) {
-      await this.db!.run(ql.INSERT.into(this.entity!.name).entries(rows))
+      const columns = this.flatColumns(rows)
+      await this.db!.run(columns
+        ? ql.INSERT.into(this.entity!.name).columns(...columns).rows(rows.map(row => columns.map(c => row[c])))
+        : ql.INSERT.into(this.entity!.name).entries(rows))
       return { created: rows.length, updated: 0, deleted: 0 }
     }
     // honest counts: a new key is created, an existing row is updated only if a value differs;
@@ -132,6 +137,39 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const fresh = !refill.highest || compareKeys(low!, refill.highest) > 0
     if (!refill.highest || compareKeys(high!, refill.highest) > 0) refill.highest = high
     return fresh
+  }
+
+  /**
+   * The columns of a batch whose rows all carry the same plain columns with scalar values, and
+   * every column that has a default or a managed value: then INSERT `rows` (value arrays,
+   * ~30 % cheaper than `entries` objects in CAP's SQLite INSERT) writes exactly what
+   * `entries` would. Otherwise undefined, and the batch goes as `entries`.
+   */
+  private flatColumns(rows: DataRecord[]): string[] | undefined {
+    const columns = Object.keys(rows[0])
+    const signature = columns.join(',')
+    if (this.flat?.signature !== signature) {
+      const elements = this.entity!.elements as Record<string, CsnElement & { default?: unknown }>
+      const plain = columns.every(c => {
+        const element = elements[c]
+        return element && !element.virtual && !element.isAssociation && !element.elements && element.value === undefined && !element.target
+      })
+      const defaulted = Object.entries(elements)
+        .filter(([, e]) => e.default !== undefined || e['@cds.on.insert'] !== undefined || e['@cds.on.update'] !== undefined)
+        .every(([name]) => columns.includes(name))
+      this.flat = { signature, ok: plain && defaulted }
+    }
+    if (!this.flat.ok) return undefined
+    for (const row of rows) {
+      let count = 0
+      for (const column in row) {
+        const value = row[column]
+        if (value === undefined || (value !== null && typeof value === 'object')) return undefined
+        count++
+      }
+      if (count !== columns.length || !columns.every(c => c in row)) return undefined
+    }
+    return columns
   }
 
   /** Keys of integer and string types, where distinct in JavaScript means distinct in the database. */

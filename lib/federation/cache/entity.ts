@@ -79,6 +79,24 @@ function cacheDefinition(entityName: string): object {
   return { kind: 'entity', elements }
 }
 
+/** OData `$search` terms (with and/or/not) as case-insensitive `contains` over `columns`. */
+function searchFilter(search: unknown[], columns: string[]): unknown[] {
+  const term = (value: unknown): unknown => {
+    if (!columns.length) return { xpr: [{ val: 1 }, '=', { val: 0 }] }
+    const ors: unknown[] = []
+    for (const column of columns) {
+      if (ors.length) ors.push('or')
+      ors.push({ func: 'contains', args: [{ func: 'tolower', args: [{ ref: [column] }] }, { val: String(value).toLowerCase() }] })
+    }
+    return { xpr: ors }
+  }
+  return search.map(token => {
+    if (token && typeof token === 'object' && 'val' in token) return term((token as { val: unknown }).val)
+    if (token && typeof token === 'object' && Array.isArray((token as { xpr?: unknown[] }).xpr)) return { xpr: searchFilter((token as { xpr: unknown[] }).xpr, columns) }
+    return token
+  })
+}
+
 interface Store {
   db: Database
   definitions: Record<string, object>
@@ -132,8 +150,10 @@ export class EntityCache {
     const c = cds as unknown as { linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object }; to: { sql(csn: object): string[] } } }
     const definition = cacheDefinition(entity)
     const ddl = c.compile.to.sql({ definitions: { [entity]: definition } } as object)
-    await store.db.run(`DROP TABLE IF EXISTS ${entity.replace(/\./g, '_')}`)
-    for (const statement of ddl) await store.db.run(statement)
+    await store.db.tx(async tx => {
+      await tx.run(`DROP TABLE IF EXISTS ${entity.replace(/\./g, '_')}`)
+      for (const statement of ddl) await tx.run(statement)
+    })
     store.definitions[entity] = definition
     store.db.model = c.linked(c.compile.for.nodejs({ definitions: { ...store.definitions } }))
   }
@@ -171,7 +191,15 @@ export class EntityCache {
     if (fresh) this.stats.hits++
     const local = JSON.parse(JSON.stringify(select)) as Record<string, unknown>
     local.from = { ref: [info.entity] }
-    const result = await store.db.run({ SELECT: local })
+    if (Array.isArray(local.search)) {
+      // $search as a filter on the string elements: the database's own search would look the
+      // entity up in the application's model, not in the store's
+      const matching = searchFilter(local.search as unknown[], Object.entries(scalarElements(info.entity)).filter(([, el]) => (el.type ?? (el as { _type?: string })._type) === 'cds.String').map(([name]) => name))
+      local.where = Array.isArray(local.where) && local.where.length ? [{ xpr: local.where }, 'and', { xpr: matching }] : matching
+      delete local.search
+    }
+    // always an own transaction: the request's would hold the store's only connection
+    const result = await store.db.tx(tx => tx.run({ SELECT: local }))
     if (local.one || !Array.isArray(result)) return { rows: result == null ? [] : [result as Row], one: true }
     const count = (result as { $count?: number }).$count
     return { rows: result as Row[], count, one: false }

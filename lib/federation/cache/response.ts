@@ -100,7 +100,7 @@ export class ResponseCache {
     while (this.entries.size > cacheEntries) this.entries.delete(this.entries.keys().next().value!)
   }
 
-  /** Drops the entries of an entity (of the current tenant, or all tenants with `tenant: undefined`... see `invalidateTag`). */
+  /** Drops the entries of an entity for the current tenant (all tenants' shared entries when not tenant-scoped). */
   invalidate(info: DelegateInfo, options: CacheOptions): void {
     this.invalidateTag(`${tenantPart(options)}|${info.entity}`)
   }

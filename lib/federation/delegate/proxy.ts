@@ -21,7 +21,7 @@ import {
 import { applyStitch, FederationRequestError, planColumns, stripAdded, type Column, type QueryRunner } from './expand.js'
 import { assertOrderBy, FilterRewriter } from './filters.js'
 import { crossesSides, resolveNavigation } from './navigation.js'
-import { connectRemote, fetchRemote, type RemoteResult, type Row } from './remote.js'
+import { connectRemote, fetchRemote, passOn, remoteStatus, type RemoteResult, type Row } from './remote.js'
 import { and, type Token } from './keys.js'
 import { responseCache } from '../cache/response.js'
 import { entityCache } from '../cache/entity.js'
@@ -58,6 +58,7 @@ interface ApplicationService extends QueryRunner {
   entities: Iterable<LinkedEntity>
   handlers: { on: HandlerEntry[] }
   on(events: string | string[], entities: string[], handler: (req: Request, next: Next) => Promise<unknown>): unknown
+  prepend(fn: () => unknown): unknown
 }
 
 /** All delegated infos seen while serving, for cache invalidation across views of one source. */
@@ -100,9 +101,16 @@ async function readRemote(info: DelegateInfo, select: Select): Promise<unknown> 
     if (typeof step === 'object' && step.where?.length) plain.where = and(step.where, plain.where as Token[] | undefined)
     const loadAll = async (columns: string[]) =>
       (await fetchRemote(info, { SELECT: { from: { ref: [info.entity] }, columns: columns.map(c => ({ ref: [c] })), limit: null } })).rows
-    return toResult(await entityCache.read(info, cache, plain, loadAll))
+    try {
+      return toResult(await entityCache.read(info, cache, plain, loadAll))
+    } catch (error) {
+      // the cache is a side path: when its store fails, the request is answered live
+      if ((error as { status?: number; statusCode?: number }).status || (error as { statusCode?: number }).statusCode || remoteStatus(error)) throw error
+      LOG.warn(`entity cache of '${info.entity}' failed, reading live:`, error)
+      return toResult(await fetchRemote(info, { SELECT: select }))
+    }
   }
-  if (cache) return toResult(await responseCache.get(info, cache, plainSelect(select), () => fetchRemote(info, { SELECT: select })))
+  if (cache?.strategy === 'response') return toResult(await responseCache.get(info, cache, plainSelect(select), () => fetchRemote(info, { SELECT: select })))
   return toResult(await fetchRemote(info, { SELECT: select }))
 }
 
@@ -172,7 +180,7 @@ async function delegatedWrite(req: Request): Promise<unknown> {
   if (crossing) throw new FederationRequestError(400, `'${crossing}' of '${info.entity}' is not stored at ${info.remoteService}; write it through its own entity`)
   const remote = await connectRemote(info)
   try {
-    return await remote.run(req.query)
+    return await passOn(() => remote.run(req.query))
   } finally {
     invalidateCaches(info)
   }
@@ -185,7 +193,11 @@ function reject(req: Request, error: unknown): never {
 
 /** Registers ON handlers just ahead of CAP's generic CRUD handler (or first when there is none). */
 function registerOn(srv: ApplicationService, events: string[], entities: string[], handler: (req: Request, next: Next) => Promise<unknown>): void {
-  const list = srv.handlers.on
+  const list = srv.handlers?.on
+  if (!Array.isArray(list)) {
+    srv.prepend(() => srv.on(events, entities, handler))
+    return
+  }
   const before = list.length
   srv.on(events, entities, handler)
   const mine = list.splice(before)
@@ -193,8 +205,12 @@ function registerOn(srv: ApplicationService, events: string[], entities: string[
   list.splice(generic >= 0 ? generic : 0, 0, ...mine)
 }
 
-/** Which entities of a service need the proxy, and registers its handlers for them. */
+const attached = new WeakSet<object>()
+
+/** Which entities of a service need the proxy, and registers its handlers for them (once per service). */
 export function attachDelegation(srv: ApplicationService): { delegated: string[]; local: string[] } {
+  if (attached.has(srv)) return { delegated: [], local: [] }
+  attached.add(srv)
   const delegated: string[] = []
   const local = new Set<string>()
   const entities = [...srv.entities]

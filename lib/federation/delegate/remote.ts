@@ -29,6 +29,30 @@ export interface RemoteResult {
   one: boolean
 }
 
+/** Remote statuses a proxy passes on as they are (the client's request was wrong, not the gateway). */
+const PASSED_ON = new Set([400, 404, 405, 409, 412, 422])
+
+/** The status the remote answered with, when CAP wrapped it into its 502 gateway error. */
+export function remoteStatus(error: unknown): number | undefined {
+  const reason = (error as { reason?: { response?: { status?: number }; status?: number } } | undefined)?.reason
+  const status = reason?.response?.status ?? reason?.status
+  return typeof status === 'number' ? status : undefined
+}
+
+/** Runs a remote call; a remote 4xx the client caused comes back with its own status instead of 502. */
+export async function passOn<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (error) {
+    const status = remoteStatus(error)
+    if (status && PASSED_ON.has(status)) {
+      const message = (error as Error).message.replace(/^Error during request to remote service: /, '')
+      throw Object.assign(new Error(message), { status, statusCode: status, code: String(status), cause: error })
+    }
+    throw error
+  }
+}
+
 export async function connectRemote(info: DelegateInfo): Promise<RemoteService> {
   return (await cds.connect.to(info.remoteService)) as unknown as RemoteService
 }
@@ -81,7 +105,17 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   const remote = await connectRemote(info)
   const one = Boolean(query.SELECT.one)
   const wanted = query.SELECT.limit?.rows?.val
-  const result = await remote.run(query)
+  // `limit: null` (no paging by the application service) is not OData: leave it out
+  const select = { ...query.SELECT }
+  if (!select.limit?.rows && !select.limit?.offset) delete select.limit
+  let result: unknown
+  try {
+    result = await passOn(() => remote.run({ SELECT: select }))
+  } catch (error) {
+    // a single entity the remote does not have: no row (the protocol adapter answers 404)
+    if (one && (error as { status?: number }).status === 404) return { rows: [], one: true }
+    throw error
+  }
   if (one || !Array.isArray(result)) {
     if (Array.isArray(result)) return { rows: result.slice(0, 1) as Row[], one: true }
     return { rows: result == null ? [] : [result as Row], one, count: typeof result === 'number' ? result : undefined }
@@ -93,7 +127,7 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   let pages = 1
   while (path && (wanted === undefined || rows.length < wanted)) {
     const request = new (cds as unknown as { Request: new (init: object) => unknown }).Request({ method: 'GET', path, target, headers: {} })
-    const page = await remote.dispatch(request)
+    const page = await passOn(() => remote.dispatch(request))
     pages++
     if (!Array.isArray(page) || !page.length) break
     for (const row of page as Row[]) rows.push(toConsumerRow(row, info.entity))

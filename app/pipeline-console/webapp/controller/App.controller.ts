@@ -621,7 +621,8 @@ export default class App extends Controller {
 		const state = this.ui().getProperty("/inspector") as ReturnType<App["emptyInspector"]>;
 		const table = this.control<Table>("inspectorTable");
 		const top = Math.min(200, Math.max(1, Math.round(Number(state.top) || 50)));
-		const filters = state.filters.filter(f => f.field).map(f => ({ field: f.field, op: f.op, value: this.filterValue(f, state.allColumns) }));
+		// a filter row without a value is not applied (`null` filters for empty values)
+		const filters = state.filters.filter(f => f.field && f.value.trim() !== "").map(f => ({ field: f.field, op: f.op, value: this.filterValue(f, state.allColumns) }));
 		table.setBusy(true);
 		try {
 			const result = await this.api.inspect<InspectResult>(name, {

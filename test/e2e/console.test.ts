@@ -1,0 +1,357 @@
+/**
+ * The pipeline console in real headless Chromium (Debian's /usr/bin/chromium through
+ * playwright-core) against the demo apps: demo/provider, and demo/consumer with
+ * `management.reuse: { api, console }` serving the built console at /pipeline-console/.
+ * Between them a real HTTP proxy slows the provider's Orders responses down, so a paged run of
+ * `orders` lasts long enough to watch the console poll every 3 s and show progress while it runs.
+ * Screenshots of each column go to test-results/.
+ */
+import fs from 'node:fs'
+import http from 'node:http'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
+import { startApp, ROOT, type RunningApp } from '../helpers/apps'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+const RESULTS = path.join(ROOT, 'test-results')
+/** Each provider Orders request waits this long, so a paged delta run of `orders` takes ~10 s. */
+const ORDERS_DELAY = 2500
+const PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '' }
+
+let provider: RunningApp
+let consumer: RunningApp
+let proxy: http.Server
+let browser: Browser
+let context: BrowserContext
+let page: Page
+let base: string
+const requests: Array<{ url: string; at: number; method: string }> = []
+const problems: string[] = []
+const timings: Record<string, number> = {}
+
+/** A real HTTP proxy in front of the provider; Orders requests wait ORDERS_DELAY ms. */
+function startProxy(target: string): Promise<string> {
+  const upstream = new URL(target)
+  proxy = http.createServer((req, res) => {
+    const forward = () => {
+      const out = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } }, answer => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      })
+      out.on('error', error => { res.statusCode = 502; res.end(String(error)) })
+      req.pipe(out)
+    }
+    if (/\/Orders\b/.test(req.url ?? '')) setTimeout(forward, ORDERS_DELAY)
+    else forward()
+  })
+  return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
+}
+
+const api = async (url: string, init?: RequestInit) => {
+  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', ...init?.headers } })
+  const text = await response.text()
+  return { status: response.status, data: text ? JSON.parse(text) : null }
+}
+const pipeline = async (name: string) => (await api(`/pipeline/Pipelines('${name}')`)).data
+const bound = (name: string, op: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService.${op}`
+
+async function waitUntil<T>(probe: () => Promise<T | undefined | false | null>, what: string, timeout = 30_000): Promise<T> {
+  const until = Date.now() + timeout
+  for (;;) {
+    const value = await probe()
+    if (value) return value
+    if (Date.now() > until) throw new Error(`timed out after ${timeout} ms waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 200))
+  }
+}
+
+/** A control's root element by its view-local id (UI5 prefixes component and view ids). */
+const byId = (id: string) => `[data-sap-ui$="--${id}"]`
+const row = (name: string) => page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: new RegExp(`^${name}$`) }) })
+
+async function openConsole(target: Page): Promise<number> {
+  const started = Date.now()
+  await target.goto(`${base}/pipeline-console/`)
+  // interactive: the rows of all demo pipelines are rendered and the landscape is drawn
+  await target.waitForFunction(() => document.querySelectorAll('[id$="--pipelineTable"] tr.sapMLIB .sapMObjectIdentifierTitle').length >= 3
+    && document.querySelectorAll('[id$="--landscapeGraph"] g.pcNode').length > 0, undefined, { timeout: 30_000 })
+  return Date.now() - started
+}
+
+async function select(name: string): Promise<void> {
+  await row(name).click()
+  await page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: name }).first().waitFor()
+}
+
+async function tab(key: string): Promise<void> {
+  await page.locator(`${byId(`tab${key}`)}`).first().click()
+}
+
+async function screenshot(selector: string, file: string): Promise<void> {
+  await page.locator(selector).first().screenshot({ path: path.join(RESULTS, file) })
+}
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
+  fs.mkdirSync(RESULTS, { recursive: true })
+  provider = await startApp(path.join(ROOT, 'demo/provider'), { env: PROVIDER_ENV, timeout: 60_000 })
+  const proxied = await startProxy(provider.url)
+  consumer = await startApp(path.join(ROOT, 'demo/consumer'), {
+    timeout: 60_000,
+    env: { NODE_ENV: '', CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: `${proxied}/odata/v4/sales` } } } }) },
+  })
+  base = consumer.url
+  // the demo's initial runs (orders goes through the slow proxy) finish first
+  await waitUntil(async () => {
+    const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync')
+    return data.value.length === 3 && data.value.every((p: { status: string; lastSync: string | null; name: string }) => p.status !== 'running' && (p.lastSync || p.name === 'revenue-by-country'))
+  }, 'the initial demo runs', 60_000)
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS })
+  context = await browser.newContext({ viewport: { width: 1680, height: 1050 } })
+  page = await context.newPage()
+  page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))
+  page.on('pageerror', error => problems.push(`page error: ${error.message}`))
+  page.on('response', response => { if (response.status() >= 400 && !response.url().includes('/pipeline/')) problems.push(`HTTP ${response.status()} ${response.url()}`) })
+  // (requests a reload aborts are not failures)
+  page.on('requestfailed', request => { if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ''}`) })
+}, 180_000)
+
+afterAll(async () => {
+  // leave the demo pipelines as they were
+  if (base) {
+    await api(bound('orders', 'setEnabled'), { method: 'POST', body: JSON.stringify({ enabled: true }) }).catch(() => undefined)
+    await api(bound('products', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'source.batchSize' }) }).catch(() => undefined)
+  }
+  await browser?.close()
+  await new Promise(resolve => proxy ? proxy.close(resolve) : resolve(undefined))
+  await consumer?.stop()
+  await provider?.stop()
+  if (Object.keys(timings).length) console.log(`console load to interactive: ${Object.entries(timings).map(([k, v]) => `${k} ${v} ms`).join(', ')}`)
+})
+
+describe('pipeline console in headless Chromium (demo app)', () => {
+  test('is served at /pipeline-console/ and loads to interactive (cold, then warm)', async () => {
+    const redirect = await fetch(`${base}/pipeline-console`, { redirect: 'manual' })
+    expect(redirect.status).toBe(301)
+    expect(redirect.headers.get('location')).toBe('/pipeline-console/')
+    timings.cold = await openConsole(page)
+    timings.warm = await openConsole(page) // same browser context: cached, revalidated resources
+    const fresh = await context.newPage()
+    timings['warm, new tab'] = await openConsole(fresh)
+    await fresh.close()
+    console.log(`console load to interactive: cold ${timings.cold} ms, warm ${timings.warm} ms, warm new tab ${timings['warm, new tab']} ms`)
+    expect(timings.cold).toBeLessThan(6000)
+    expect(timings.warm).toBeLessThan(3000)
+  })
+
+  test('the list shows the demo pipelines with status, last sync and errors', async () => {
+    for (const name of ['orders', 'products', 'revenue-by-country']) await expect(row(name).count()).resolves.toBe(1)
+    await expect(row('orders').locator('.sapMObjStatusText').first().textContent()).resolves.toBe('idle')
+    await expect(page.locator(byId('pollInfo')).textContent()).resolves.toContain('every 30 s')
+    // search filters the list
+    await page.locator(`${byId('search')} input`).fill('prod')
+    await waitUntil(async () => (await page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`).count()) === 1, 'the search result')
+    await page.locator(`${byId('search')} input`).fill('')
+    await waitUntil(async () => (await page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`).count()) === 3, 'the full list')
+  })
+
+  test('the landscape graph renders nodes and lines grouped by service, customized ones in orange', async () => {
+    const graph = page.locator(byId('landscapeGraph'))
+    const metadata = JSON.parse((await api('/pipeline/landscapeMetadata()')).data.value)
+    await expect(graph.locator('g.pcNode').count()).resolves.toBe(metadata.nodes.length)
+    await expect(graph.locator('path.pcLine').count()).resolves.toBe(metadata.lines.length)
+    await expect(graph.locator('g.pcGroup').count()).resolves.toBeGreaterThanOrEqual(3)
+    for (const name of ['orders', 'products', 'revenue-by-country']) await expect(graph.locator(`g.pcNode[data-key="pipeline:${name}"]`).count()).resolves.toBe(1)
+    const warnings = metadata.lines.filter((l: { status: string }) => l.status === 'Warning').length
+    await expect(graph.locator('path.pcLine.pcWarning').count()).resolves.toBe(warnings)
+    if (warnings) {
+      const stroke = await graph.locator('path.pcLine.pcWarning').first().evaluate(el => getComputedStyle(el).stroke)
+      expect(stroke).toMatch(/rgb\((2[0-9]{2}), (\d+), (\d+)\)/) // orange (critical colour), not grey
+    }
+    await screenshot(byId('listPage'), 'console-column-1-list-landscape.png')
+  })
+
+  test('keyboard: a landscape node is focusable and Enter opens its pipeline', async () => {
+    const node = page.locator(`${byId('landscapeGraph')} g.pcNode[data-key="pipeline:orders"]`)
+    await node.focus()
+    await page.keyboard.press('Enter')
+    await page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: 'orders' }).first().waitFor()
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-key'))).toBe('pipeline:orders')
+  })
+
+  test('enable/disable goes through setEnabled (orders paused, so its schedule stays quiet)', async () => {
+    await select('orders')
+    await tab('Overview')
+    await page.locator(`${byId('enabledSwitch')}`).click()
+    await waitUntil(async () => (await pipeline('orders')).enabled === false, 'orders disabled')
+    await waitUntil(async () => /paused/.test((await page.locator(byId('enabledText')).textContent()) ?? ''), 'the paused text')
+  })
+
+  test('starting a run (also while paused): running and back, progress visible, polling 3 s while running and 30 s after', async () => {
+    await select('orders')
+    // flush (with confirmation): the next delta run reads all orders again, page by page
+    await page.locator(byId('flushButton')).click()
+    await page.locator('.sapMMessageBox', { hasText: 'Flush pipeline "orders"' }).waitFor()
+    await page.locator('.sapMMessageBox button', { hasText: 'OK' }).click()
+    await waitUntil(async () => !(await pipeline('orders')).lastSync, 'orders flushed')
+    await waitUntil(async () => /never run/.test((await page.locator(byId('detailLastSync')).textContent()) ?? ''), 'lastSync shown as never run')
+    const before = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
+    const polls = () => requests.filter(r => r.url.includes('/pipeline/landscapeMetadata')).map(r => r.at)
+    await page.locator(byId('startButton')).click()
+    await page.locator(byId('startDialog')).waitFor()
+    await page.locator(byId('startConfirm')).click() // pipeline default mode (delta), trigger manual, async
+    const clicked = Date.now()
+    // the list shows running although the pipeline is paused (enabled = false)
+    await waitUntil(async () => (await row('orders').locator('.sapMObjStatusText').first().textContent()) === 'running', 'orders running in the list', 10_000)
+    expect((await pipeline('orders')).enabled).toBe(false)
+    await waitUntil(async () => /every 3 s/.test((await page.locator(byId('pollInfo')).textContent()) ?? ''), 'the 3 s poll')
+    // progress: records so far, advancing while the run goes on
+    await tab('Overview')
+    await waitUntil(async () => /[1-9]\d* records so far/.test((await page.locator(byId('progressStrip')).textContent()) ?? ''), 'run progress with records', 20_000)
+    console.log(`progress seen: ${await page.locator(byId('progressStrip')).textContent()}`)
+    await screenshot(byId('detailPage'), 'console-column-2-detail-running.png')
+    // and back to idle
+    await waitUntil(async () => (await row('orders').locator('.sapMObjStatusText').first().textContent()) === 'idle', 'orders idle again', 60_000)
+    const ended = Date.now()
+    const during = polls().filter(t => t > clicked && t <= ended)
+    const gaps = during.slice(1).map((t, i) => t - during[i])
+    console.log(`landscape polls after the start (ms): ${polls().filter(t => t > clicked - 5000).map(t => t - clicked).join(', ')}; run ended at ${ended - clicked}`)
+    expect(gaps.length).toBeGreaterThanOrEqual(2)
+    for (const gap of gaps) expect(gap).toBeLessThan(4500)
+    expect(gaps.some(gap => gap > 2500)).toBe(true) // timer-driven 3 s polls
+    const after = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
+    expect(after).toBe(before + 1)
+    expect((await pipeline('orders')).lastSync).toBeTruthy()
+    // back to 30 s: the first poll after the run ended comes ~30 s after the one before it
+    await waitUntil(async () => /every 30 s/.test((await page.locator(byId('pollInfo')).textContent()) ?? ''), 'the 30 s poll', 10_000)
+    const lastRunningPoll = Math.max(...polls())
+    await waitUntil(async () => polls().some(t => t > lastRunningPoll + 1000), 'the next idle poll', 40_000)
+    const idleGap = polls().find(t => t > lastRunningPoll + 1000)! - lastRunningPoll
+    console.log(`poll gaps while running: ${gaps.join(', ')} ms; next gap once idle: ${idleGap} ms`)
+    expect(idleGap).toBeGreaterThan(27_000)
+    expect(idleGap).toBeLessThan(34_000)
+  }, 150_000)
+
+  test('the runs tab shows the new run', async () => {
+    await tab('Runs')
+    const latest = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$orderby=startTime desc&$top=1`)).data.value[0]
+    const rows = page.locator(`${byId('runsTable')} tr.sapMLIB`)
+    await rows.first().waitFor()
+    const first = (await rows.first().innerText()).replace(/\s+/g, ' ')
+    expect(first).toContain(latest.trigger)
+    expect(first).toContain(latest.mode)
+    const n = (value: number) => value.toLocaleString('en-US') // the console formats Edm.Int32 with grouping
+    expect(first).toContain(`${n(latest.statistics_created)} created, ${n(latest.statistics_updated)} updated, ${n(latest.statistics_deleted)} deleted`)
+    expect(latest.statistics_created).toBeGreaterThan(0)
+    const count = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
+    expect(await rows.count()).toBe(Math.min(count, 20))
+  })
+
+  test('an override edited in the UI is orange and in configView', async () => {
+    await select('products')
+    await tab('Config')
+    const line = page.locator(`${byId('configTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMText', { hasText: /^source\.batchSize$/ }) })
+    await line.waitFor()
+    await line.locator('input').fill('250')
+    await page.locator(byId('saveOverrides')).click()
+    await waitUntil(async () => (await line.locator('.sapMObjStatusWarning').count()) > 0, 'the override row in orange')
+    expect(await line.getAttribute('class')).toMatch(/sapMLIBHighlight|sapMLIB/)
+    expect(await line.locator('.sapMLIBHighlightWarning, .sapMLIBHighlight').count() + (await line.locator('.sapMObjStatusWarning').count())).toBeGreaterThan(0)
+    const view = JSON.parse((await api(`${bound('products', 'configView')}()`)).data.value)
+    expect(view.overrides['source.batchSize']).toBe(250)
+    expect(view.fields.find((f: { path: string }) => f.path === 'source.batchSize')).toMatchObject({ source: 'override', override: 250 })
+    // the list marks the pipeline as customized (orange)
+    await page.locator(byId('refreshButton')).click()
+    await waitUntil(async () => (await row('products').locator('.sapMObjStatusWarning').count()) > 0, 'products marked customized in the list')
+    await screenshot(byId('detailPage'), 'console-column-2-detail-config.png')
+  })
+
+  test('the data-flow graph renders lifecycle nodes and lines', async () => {
+    await tab('Flow')
+    const graph = page.locator(byId('flowGraph'))
+    await graph.locator('g.pcNode').first().waitFor()
+    const flow = JSON.parse((await api(`${bound('products', 'flowMetadata')}()`)).data.value)
+    await expect(graph.locator('g.pcNode').count()).resolves.toBe(flow.nodes.length)
+    await expect(graph.locator('path.pcLine').count()).resolves.toBe(flow.lines.length)
+    for (const event of ['PIPELINE.START', 'PIPELINE.READ', 'PIPELINE.MAP', 'PIPELINE.WRITE', 'PIPELINE.DONE'])
+      await expect(graph.locator(`g.pcNode[data-key="${event}"]`).count()).resolves.toBe(1)
+    const warnings = flow.nodes.filter((n: { status: string }) => n.status === 'Warning').length
+    await expect(graph.locator('g.pcNode.pcWarning').count()).resolves.toBe(warnings)
+    await screenshot(byId('detailPage'), 'console-column-2-detail-flow.png')
+  })
+
+  test('the data inspector filters rows, pages and shows the support level', async () => {
+    await tab('Preview')
+    await page.locator(`${byId('previewTable')} tr.sapMLIB`).first().waitFor()
+    await page.locator(byId('openInspector')).click()
+    const rows = page.locator(`${byId('inspectorTable')} tr.sapMLIB`)
+    await waitUntil(async () => (await rows.count()) === 50, '50 target rows')
+    await expect(page.locator(byId('capabilityText')).textContent()).resolves.toContain('target: full')
+    // next page
+    await page.locator(byId('nextPage')).click()
+    await waitUntil(async () => /Rows 51–100/.test((await page.locator(byId('pageInfo')).textContent()) ?? ''), 'the second page')
+    // a filter: ID eq 7 (the first column and operator are preselected)
+    await page.locator(byId('addFilter')).click()
+    await page.locator(`${byId('filterRows')} .sapMInput input`).first().fill('7')
+    await page.locator(byId('applyInspector')).click()
+    await waitUntil(async () => (await rows.count()) === 1, 'one filtered row')
+    expect((await rows.first().locator('td.sapMListTblCell').first().innerText()).trim()).toBe('7')
+    // limitedSupport: the query-shape pipeline's source is previewed in memory
+    await screenshot(byId('inspectorPage'), 'console-column-3-inspector.png')
+    await page.screenshot({ path: path.join(RESULTS, 'console-three-columns.png') })
+    await select('revenue-by-country')
+    await tab('Preview')
+    await page.locator(byId('openInspector')).click()
+    await page.locator(`${byId('sideToggle')} li, ${byId('sideToggle')} button`).filter({ hasText: 'Source' }).first().click()
+    await page.locator(byId('limitedStrip')).waitFor({ timeout: 15_000 })
+  })
+
+  test('API errors are shown as readable messages', async () => {
+    await select('products')
+    await tab('Overview')
+    await page.locator(byId('setScheduleButton')).click()
+    await page.locator(byId('scheduleDialog')).waitFor()
+    await page.locator(byId('scheduleEngine')).click()
+    await page.locator('.sapMSelectList li', { hasText: 'queued' }).click()
+    await page.locator(byId('scheduleConfirm')).click()
+    const box = page.locator('.sapMMessageBox')
+    await box.waitFor()
+    expect(await box.innerText()).toMatch(/engine: 'queued' schedules are not available/)
+    await box.locator('button', { hasText: 'Close' }).click()
+    // flush asks for confirmation; cancelling leaves the pipeline as it is
+    await page.locator(byId('flushButton')).click()
+    await page.locator('.sapMMessageBox', { hasText: 'Flush pipeline "products"' }).waitFor()
+    await page.locator('.sapMMessageBox button', { hasText: 'Cancel' }).click()
+    expect((await pipeline('products')).lastSync).toBeTruthy()
+  })
+
+  test('a narrow window collapses the columns to one', async () => {
+    const visible = async () => {
+      const shown: string[] = []
+      for (const id of ['listPage', 'detailPage', 'inspectorPage']) if (await page.locator(byId(id)).isVisible()) shown.push(id)
+      return shown
+    }
+    await tab('Preview')
+    await page.locator(byId('openInspector')).click()
+    await waitUntil(async () => (await visible()).length === 3, 'three columns on a wide window')
+    await page.setViewportSize({ width: 600, height: 900 })
+    await waitUntil(async () => (await visible()).join() === 'inspectorPage', 'only the inspector on a narrow window')
+    await page.screenshot({ path: path.join(RESULTS, 'console-narrow.png') })
+    await page.locator(byId('closeInspector')).click()
+    await waitUntil(async () => (await visible()).join() === 'detailPage', 'only the detail after closing the inspector')
+    await page.locator(byId('closeDetail')).click()
+    await waitUntil(async () => (await visible()).join() === 'listPage', 'only the list after closing the detail')
+    await page.setViewportSize({ width: 1680, height: 1050 })
+  })
+
+  test('no request leaves the host origin and nothing failed to load', async () => {
+    const origin = new URL(base).origin
+    const foreign = requests.filter(r => !r.url.startsWith('data:') && new URL(r.url).origin !== origin)
+    expect(foreign).toEqual([])
+    expect(requests.filter(r => r.url.includes('/pipeline-console/')).length).toBeGreaterThan(10)
+    expect(problems).toEqual([])
+  })
+})
+

@@ -1,0 +1,52 @@
+/**
+ * Full refresh into the database target: batches whose keys are all new after the run's
+ * truncate are plain INSERTs (no lookup of existing keys); anything else — keys repeated
+ * across batches, out of order — still takes the counted UPSERT, so statistics stay honest
+ * and nothing fails on a duplicate key.
+ */
+import { useConsumer, ql } from '../helpers/consumer'
+
+const ctx = useConsumer()
+type Data = Record<string, any>
+const engine = () => ctx.engine as unknown as { on(event: string, pipeline: string, handler: (req: { data: Data }) => unknown): void }
+
+describe('full refresh writes', () => {
+  beforeAll(async () => {
+    await ctx.provider.control.reset()
+    await ctx.provider.control.seed({ from: 1, count: 2500, modifiedAt: '2026-01-01T00:00:00.000Z' })
+  })
+
+  test('ordered keys: every row created, content equal to the source, re-run replaces it', async () => {
+    await ctx.engine.addPipeline({ name: 'fr-ordered', source: { service: 'Provider', entity: 'Books', batchSize: 1000 }, target: { entity: 'consumer.BooksFull' }, mode: 'full' })
+    expect((await ctx.run('fr-ordered')).statistics).toEqual({ created: 2500, updated: 0, deleted: 0 })
+    const rows = await ql.SELECT.from('consumer.BooksFull').orderBy('ID')
+    expect(rows).toHaveLength(2500)
+    expect(rows[0]).toEqual({ ID: 1, title: 'Book 1', author: 'Author 1', stock: 1 })
+    expect(rows[2499]).toEqual({ ID: 2500, title: 'Book 2500', author: 'Author 0', stock: 0 })
+    expect((await ctx.run('fr-ordered')).statistics).toEqual({ created: 2500, updated: 0, deleted: 2500 })
+  })
+
+  test('keys repeated in a later batch are counted as updates, not inserted twice', async () => {
+    await ctx.engine.addPipeline({ name: 'fr-folded', source: { service: 'Provider', entity: 'Books', batchSize: 1000 }, target: { entity: 'consumer.LocalCopies' }, mode: 'full' })
+    // 2500 source rows onto 1500 keys: rows 1501..2500 land on keys 1..1000 with another title
+    engine().on('PIPELINE.MAP', 'fr-folded', req => {
+      req.data.targetRecords = req.data.sourceRecords.map((r: Data) => ({ ID: ((r.ID - 1) % 1500) + 1, title: `from ${r.ID}`, author: r.author, stock: r.stock }))
+    })
+    const outcome = await ctx.run('fr-folded')
+    expect(outcome.status).toBe('completed')
+    expect(outcome.statistics).toEqual({ created: 1500, updated: 1000, deleted: 0 })
+    const rows = await ql.SELECT.from('consumer.LocalCopies').orderBy('ID')
+    expect(rows).toHaveLength(1500)
+    expect(rows[0].title).toBe('from 1501')
+    expect(rows[1499].title).toBe('from 1500')
+  })
+
+  test('keys arriving in descending batches are still written once each', async () => {
+    await ctx.engine.addPipeline({ name: 'fr-reversed', source: { service: 'Provider', entity: 'Books', batchSize: 1000 }, target: { entity: 'consumer.LocalCopies' }, mode: 'full' })
+    engine().on('PIPELINE.MAP', 'fr-reversed', req => {
+      req.data.targetRecords = req.data.sourceRecords.map((r: Data) => ({ ID: 10_000 - r.ID, title: r.title, author: r.author, stock: r.stock }))
+    })
+    expect((await ctx.run('fr-reversed')).statistics).toEqual({ created: 2500, updated: 0, deleted: 1500 })
+    expect(await ql.SELECT.one.from('consumer.LocalCopies').columns('count(1) as count')).toEqual({ count: 2500 })
+  })
+})
