@@ -10,7 +10,12 @@
  * and 10k/100k/500k are measured from the same starting point.
  *
  * Environment: BENCH_SIZES=10000,100000 (default), BENCH_LARGE=1 adds 500000,
- * BENCH_ROUNDS=2 (timings are the best of the rounds; peak RSS is from the first full run).
+ * BENCH_ROUNDS=3 (rounds of read-only, write-only and full run back to back; times are the best of
+ * the rounds, the ratio the median of the rounds' ratios; peak RSS is from the first, cold full run),
+ * BENCH_PROFILE=full,read,write,delta (CPU profiles → bench/results/*.cpuprofile),
+ * BENCH_QUIET_WAIT=60 / BENCH_QUIET_CORES=0.3 (wait before each phase until other load on the
+ * machine is below that many cores; 0 disables), BENCH_NATIVE_FETCH=1 (CAP remote services over
+ * native fetch instead of the SAP Cloud SDK).
  */
 import { fork, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -46,7 +51,7 @@ else await main()
 async function main() {
   const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number).filter(n => n > 0)
   if (process.env.BENCH_LARGE === '1' && !sizes.includes(500000)) sizes.push(500000)
-  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
   console.log(`cap-data-pipeline bench — node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), sizes ${sizes.join(', ')}, ${rounds} round(s)`)
   console.log('consumer: test/fixtures/consumer booted in a worker process on in-memory SQLite; provider: test/fixtures/provider in its own process (in-memory SQLite)\n')
 
@@ -123,10 +128,12 @@ function runWorker(options) {
     const child = fork(fileURLToPath(import.meta.url), ['--worker'], {
       cwd: CONSUMER_DIR,
       execPath: process.execPath,
-      execArgv: [...process.execArgv, '--expose-gc', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
+      execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
       env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
+      stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
     })
+    child.stdout?.resume()
     let result
     child.on('message', message => {
       if (message.type === 'progress') console.log(`  ${message.text}`)
@@ -164,8 +171,9 @@ function printTable(results, summary) {
     ['read-only, raw fetch same URLs (ms)', ...results.map(r => cell(r.readRaw))],
     ['write-only, CAP UPSERT 1000/batch, 1 tx (ms)', ...results.map(r => cell(r.write))],
     ['write-only, db target adapter (ms)', ...results.map(r => cell(r.writeTarget))],
-    [`full / max(read, write) ≤ ${TARGETS.fullVsMaxRatio}`, ...results.map(r => `${r.ratio.fullVsMax}${ok(r.ratio.fullVsMax, r.ratio.fullVsMax <= TARGETS.fullVsMaxRatio)}`)],
+    [`full / max(read, write) ≤ ${TARGETS.fullVsMaxRatio} (median of rounds)`, ...results.map(r => `${r.ratio.fullVsMax}${ok(r.ratio.fullVsMax, r.ratio.fullVsMax <= TARGETS.fullVsMaxRatio)}`)],
     ['  per round', ...results.map(r => r.ratio.perRound.join(' '))],
+    ['  best full / max(best read, best write)', ...results.map(r => String(r.ratio.bestOf))],
     ['consumer CPU: full / read / write (ms)', ...results.map(r => `${r.full.consumerCpuMs} / ${r.read.consumerCpuMs} / ${r.write.consumerCpuMs}`)],
     ['provider CPU: full / read (ms)', ...results.map(r => `${r.full.providerCpuMs} / ${r.read.providerCpuMs}`)],
     ['peak RSS during cold full run (MB)', ...results.map(r => String(r.peakRss.fullRunMB))],
@@ -198,6 +206,7 @@ async function worker() {
   const cds = cdsRequire('@sap/cds')
   cds.root = CONSUMER_DIR
   cds.env.requires.Provider.credentials = { url: `${providerUrl}/odata/v4/catalog` }
+  if (process.env.BENCH_NATIVE_FETCH === '1') cds.env.remote = { ...cds.env.remote, native_fetch: true }
   const { server } = await cds.exec('--in-memory?', '--port', '0')
   const { SELECT, UPSERT, DELETE } = cds.ql
   const engine = await cds.connect.to('data-pipeline')
@@ -419,7 +428,9 @@ async function worker() {
     readRaw: summaryOf(measured.readRaw),
     write,
     writeTarget: summaryOf(measured.writeTarget),
-    ratio: { fullVsMax: round(full.ms / Math.max(read.ms, write.ms), 2), perRound: perRound.map(x => round(x, 2)), medianPerRound: round(median(perRound), 2) },
+    // each round runs read, write and full back to back; the median of the rounds' ratios is the
+    // figure least moved by other load (best-of times can come from different, quieter moments)
+    ratio: { fullVsMax: round(median(perRound), 2), perRound: perRound.map(x => round(x, 2)), bestOf: round(full.ms / Math.max(read.ms, write.ms), 2) },
     peakRss: {
       fullRunMB: round(peak, 1), vmHwmMB: round(hwm, 1), bootMB: round(bootMB, 1),
       atPeak: Object.fromEntries(Object.entries(atPeak).map(([k, v]) => [k, round(v, 1)])),

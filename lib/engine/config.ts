@@ -90,7 +90,7 @@ export interface PipelineConfig {
   schedule?: ScheduleInput
   enabled?: boolean
   retry?: RetryConfig
-  /** Transaction scope of writes: `batch` (default for delta) or `run`. Full refreshes always run in one transaction. */
+  /** Transaction scope: unset = per batch for delta, one transaction for full/partial refreshes; `run` or `batch` force one for every mode. */
   transaction?: TransactionScope
   refresh?: RefreshConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */

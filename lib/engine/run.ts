@@ -54,6 +54,8 @@ export class PipelineRun {
   private readonly startTime = new Date()
   private heartbeat?: NodeJS.Timeout
   private leaseLost = false
+  /** The tracker row as the guard left it. */
+  private row?: PipelineRow
 
   constructor(
     private readonly prepared: PreparedPipeline,
@@ -69,18 +71,15 @@ export class PipelineRun {
   /** Guard and history row; throws PIPELINE_RUNNING when another run holds the pipeline. */
   async begin(): Promise<void> {
     const { pipeline } = this.prepared
-    const { staleRun } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration)
-    if (staleRun) {
-      LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closing it as failed`)
-      await this.tracker.closeStaleRun(this.name, staleRun)
-    }
-    await this.tracker.startRun({
-      ID: this.runId, pipeline: this.name, trigger: this.request.trigger,
-      mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
+    const { row, staleRun } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
+      trigger: this.request.trigger, mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
     })
+    if (staleRun) LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closed it as failed and took over`)
+    this.row = row
     this.heartbeat = setInterval(() => this.renewLease(), Math.max(200, Math.floor(pipeline.leaseDuration / 3)))
     this.heartbeat.unref()
   }
+
 
   private renewLease(): void {
     this.tracker.renew(this.name, this.runId, this.prepared.pipeline.leaseDuration).then(
@@ -94,8 +93,7 @@ export class PipelineRun {
     const { runId, name, request } = this
     liveStatistics.set(runId, this.statistics)
     try {
-      const row = (await this.tracker.read(name)) as PipelineRow
-      const watermark = await this.transfer(row)
+      const watermark = await this.transfer(this.row!)
       const endTime = new Date()
       const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
@@ -135,7 +133,9 @@ export class PipelineRun {
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
 
     const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime)
-    const atomic = request.mode !== 'delta' || pipeline.transaction === 'run'
+    // full and partial refreshes are atomic unless the config explicitly trades that for
+    // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
+    const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
     const db = await connect('db')
     const context = { runId, mode: request.mode, batchIndex: 0 }
 
@@ -156,7 +156,9 @@ export class PipelineRun {
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
           }
-          if (tx) {
+          // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
+          const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted
+          if (tx && changed) {
             await this.tracker.progress(runId, totals, tx)
             const checkpoint: Checkpoint = { runId, ...watermark.checkpoint() }
             await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
@@ -176,6 +178,8 @@ export class PipelineRun {
       }
     } else await body()
     const result = watermark.result()
+    // a pipeline that always refreshes fully has no watermark: lastSync is the time its data reflects
+    if (pipeline.mode === 'full' && request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
     // an unordered source (REST): rows changed during the read may sort below the highest value seen
     if (!source.readsInWatermarkOrder && result.lastSync && Date.parse(result.lastSync) > this.startTime.getTime())
       return { ...result, lastSync: trackerState.lastSync && Date.parse(trackerState.lastSync) > this.startTime.getTime() ? trackerState.lastSync : this.startTime.toISOString() }

@@ -40,6 +40,13 @@ export interface PipelineRow {
   checkpoint: string | null
 }
 
+/** The history row of a run starting with the guard. */
+export interface RunStart {
+  trigger: RunTrigger
+  mode: ReplicationMode
+  startTime: string
+}
+
 export interface RegistrationRow {
   name: string
   description: string | null
@@ -116,13 +123,13 @@ export class Tracker {
 
   /**
    * The guard: one conditional UPDATE that succeeds only while no live run holds the lease.
-   * A `running` row whose lease expired belongs to a dead holder and is taken over.
-   * Returns the run that was taken over, if any, or throws PIPELINE_RUNNING.
+   * A `running` row whose lease expired belongs to a dead holder: it is taken over and the dead
+   * run is closed as failed. With `run`, its history row is inserted in the same transaction.
+   * Returns the tracker row as the new holder sees it, or throws PIPELINE_RUNNING.
    */
-  async acquire(name: string, runId: string, leaseDuration: number): Promise<{ staleRun: string | null }> {
+  async acquire(name: string, runId: string, leaseDuration: number, run?: RunStart): Promise<{ row: PipelineRow; staleRun: string | null }> {
     return this.tx(async tx => {
-      const before = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).columns('status', 'currentRun', 'leaseUntil').where({ name }))) as
-        Pick<PipelineRow, 'status' | 'currentRun' | 'leaseUntil'> | undefined
+      const before = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow | undefined
       if (!before) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered in the tracker`, { target: 'name' })
       const now = new Date()
       const free: Predicate = {
@@ -133,11 +140,17 @@ export class Tracker {
           { field: 'leaseUntil', op: 'lt', value: now.toISOString() },
         ],
       }
-      const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
-        .set({ status: 'running', currentRun: runId, leaseOwner: LEASE_OWNER, leaseUntil: new Date(now.getTime() + leaseDuration).toISOString() })
-        .where(toCqn({ and: [{ field: 'name', op: 'eq', value: name }, free] })))
+      const lease = { status: 'running' as const, currentRun: runId, leaseOwner: LEASE_OWNER, leaseUntil: new Date(now.getTime() + leaseDuration).toISOString() }
+      const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set(lease).where(toCqn({ and: [{ field: 'name', op: 'eq', value: name }, free] })))
       if (Number(affected) !== 1) throw new PipelineError('PIPELINE_RUNNING', `Pipeline '${name}' is already running; the trigger was rejected`)
-      return { staleRun: before.status === 'running' && before.currentRun ? before.currentRun : null }
+      const staleRun = before.status === 'running' && before.currentRun ? before.currentRun : null
+      if (staleRun) await this.closeStaleRun(tx, name, staleRun)
+      if (run) await tx.run(ql.INSERT.into(RUNS_ENTITY).entries([{
+        ID: runId, pipeline_name: name, status: 'running', trigger: run.trigger, mode: run.mode, startTime: run.startTime,
+        statistics_created: 0, statistics_updated: 0, statistics_deleted: 0,
+      }]))
+      const row = staleRun ? ((await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow) : { ...before, ...lease }
+      return { row, staleRun }
     })
   }
 
@@ -149,29 +162,21 @@ export class Tracker {
     return Number(affected) === 1
   }
 
-  async startRun(run: { ID: string; pipeline: string; trigger: RunTrigger; mode: ReplicationMode; startTime: string }): Promise<void> {
-    await this.tx(tx => tx.run(ql.INSERT.into(RUNS_ENTITY).entries([{
-      ID: run.ID, pipeline_name: run.pipeline, status: 'running', trigger: run.trigger, mode: run.mode, startTime: run.startTime,
-      statistics_created: 0, statistics_updated: 0, statistics_deleted: 0,
-    }])))
+  /** Closes a run whose holder died (in the guard's transaction); counts as a failed run of the pipeline. */
+  private async closeStaleRun(tx: QueryRunner, name: string, runId: string): Promise<void> {
+    const message = `Run ${runId} stopped without finishing (its process crashed or was killed); its lease expired and the next trigger took over`
+    await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
+      .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
+      .where({ ID: runId, status: 'running' }))
+    // its committed batches are real writes: they count in the cumulative statistics
+    const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted').where({ ID: runId }))) as
+      Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted'> | undefined
+    await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+      errorCount: { '+=': 1 }, lastError: truncateText(message),
+      ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0 }),
+    }).where({ name }))
   }
 
-  /** Closes a run whose holder died; counts as a failed run of the pipeline. */
-  async closeStaleRun(name: string, runId: string): Promise<void> {
-    const message = `Run ${runId} stopped without finishing (its process crashed or was killed); its lease expired and the next trigger took over`
-    await this.tx(async tx => {
-      await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
-        .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
-        .where({ ID: runId, status: 'running' }))
-      // its committed batches are real writes: they count in the cumulative statistics
-      const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted').where({ ID: runId }))) as
-        Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted'> | undefined
-      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
-        errorCount: { '+=': 1 }, lastError: truncateText(message),
-        ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0 }),
-      }).where({ name }))
-    })
-  }
 
   /** Writes a run's running totals; in the caller's transaction when given (per-batch commit). */
   async progress(runId: string, statistics: WriteStatistics, tx?: QueryRunner): Promise<void> {

@@ -128,7 +128,6 @@ afterAll(async () => {
   await new Promise(resolve => proxy ? proxy.close(resolve) : resolve(undefined))
   await consumer?.stop()
   await provider?.stop()
-  if (Object.keys(timings).length) console.log(`console load to interactive: ${Object.entries(timings).map(([k, v]) => `${k} ${v} ms`).join(', ')}`)
 })
 
 describe('pipeline console in headless Chromium (demo app)', () => {

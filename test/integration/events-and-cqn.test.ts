@@ -280,6 +280,16 @@ describe('CQN source, entity shape', () => {
     expect((await copies())[0].title).toBe('Book 1')
   })
 
+  test('a pipeline whose mode is full stores the time its data reflects as lastSync, not a source timestamp', async () => {
+    await seedBooks([book(1, 'A', 1, '2026-01-01T00:00:00.000Z')])
+    await ctx.engine.addPipeline(copyPipeline('cqn-full-pipeline', { mode: 'full' }) as never)
+    const before = Date.now()
+    await (await ctx.engine.execute('cqn-full-pipeline')).done
+    const lastSync = Date.parse((await ctx.engine.status('cqn-full-pipeline')).lastSync!)
+    expect(lastSync).toBeGreaterThanOrEqual(before - 5)
+    expect(lastSync).toBeLessThanOrEqual(Date.now())
+  })
+
   test('a full run stores the highest modifiedAt read (not the clock), so the next delta misses nothing', async () => {
     await seedBooks([book(1, 'A', 1, '2026-01-01T00:00:00.000Z'), book(2, 'A', 2, '2026-01-03T00:00:00.000Z')])
     await ctx.engine.addPipeline(copyPipeline('cqn-full-watermark') as never)

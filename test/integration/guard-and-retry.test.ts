@@ -57,6 +57,28 @@ describe('atomic full refresh', () => {
     expect(tracker).toMatchObject({ status: 'failed', errorCount: 1, currentRun: null, leaseOwner: null, statistics_created: 30, statistics_deleted: 0 })
     expect(tracker.lastError).toBeTruthy()
   })
+
+  test("with transaction: 'batch' a full refresh commits per batch instead: a failure keeps what was committed", async () => {
+    await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
+    await ctx.engine.addPipeline({
+      name: 'full-per-batch', mode: 'full', transaction: 'batch', retry: { maxRetries: 0 },
+      source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksFullBatch' },
+    })
+    expect(await run('full-per-batch')).toMatchObject({ status: 'completed', statistics: { created: 30, deleted: 0 } })
+    await ctx.provider.control.touch({ from: 1, count: 30, title: 'Rewritten' })
+    await ctx.provider.control.faults({ status: 500, count: 1000, after: 2 })
+    const { done } = await ctx.engine.execute('full-per-batch')
+    await expect(done).rejects.toThrow()
+    await ctx.provider.control.faults({})
+    // the truncate and the two batches before the failure were committed on their own
+    const rows = (await ql.SELECT.from('consumer.BooksFullBatch').orderBy('ID')) as Array<{ ID: number; title: string }>
+    expect(rows.map(r => r.ID)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+    expect(new Set(rows.map(r => r.title))).toEqual(new Set(['Rewritten']))
+    const runs = await runsOf('full-per-batch')
+    expect(runs[1]).toMatchObject({ status: 'failed', statistics_created: 20, statistics_deleted: 30 })
+    // the next successful run completes the copy
+    expect(await run('full-per-batch')).toMatchObject({ status: 'completed', statistics: { created: 30, deleted: 20 } })
+  })
 })
 
 describe('one run per pipeline', () => {
