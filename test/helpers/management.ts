@@ -71,14 +71,4 @@ export function errorOf(res: HttpResponse): { code?: string; message: string; ta
   return res.data?.error ?? {}
 }
 
-export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
-
-export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeout = 10_000): Promise<T> {
-  const until = Date.now() + timeout
-  for (;;) {
-    const value = await probe()
-    if (value) return value
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
-    await sleep(50)
-  }
-}
+export { sleep, waitFor } from './wait'

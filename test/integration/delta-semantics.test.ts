@@ -5,19 +5,12 @@
  * Every test uses its own pipeline and target table.
  */
 import { useConsumer, ql } from '../helpers/consumer'
+import { waitFor } from '../helpers/wait'
 
 const ctx = useConsumer()
 const { run, requestCount, readsSince } = ctx
 
 const T0 = '2026-01-01T00:00:00.000Z'
-
-async function waitFor(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
-  const end = Date.now() + timeout
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-}
 
 describe('delta semantics', () => {
   beforeEach(async () => {

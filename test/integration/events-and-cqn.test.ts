@@ -6,6 +6,7 @@
  */
 import cds from '@sap/cds'
 import { useConsumer, ql } from '../helpers/consumer'
+import { sleep, waitFor } from '../helpers/wait'
 
 const ctx = useConsumer()
 
@@ -20,18 +21,6 @@ const engine = () => ctx.engine as unknown as {
   before(event: string, path: string, handler: (req: Req) => unknown): void
   on(event: string, path: string, handler: (req: Req, next: () => Promise<unknown>) => unknown): void
   after(event: string, path: string, handler: (result: unknown, req: Req) => unknown): void
-}
-
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
-
-async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeout = 5000): Promise<T> {
-  const until = Date.now() + timeout
-  for (;;) {
-    const value = await probe()
-    if (value) return value
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
-    await sleep(25)
-  }
 }
 
 /** A promise the test opens when it wants a held run to go on. */

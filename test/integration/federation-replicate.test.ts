@@ -16,6 +16,7 @@ import { createRequire } from 'node:module'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { ql } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
+import { waitFor } from '../helpers/wait'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'federation')
@@ -64,14 +65,6 @@ const sqliteType = async (table: string) =>
   ((await db().run(`SELECT type FROM sqlite_master WHERE name = '${table}'`)) as Array<{ type: string }>)[0]?.type
 /** The fixture model as loaded from its sources, without emitting `loaded` (so no hook ran). */
 const loadPlain = (flavor?: string) => cds.load(SOURCES, { silent: true, ...(flavor ? { flavor } : {}) } as never) as unknown as Promise<Csn>
-
-async function waitFor(check: () => Promise<boolean>, timeout = 10_000): Promise<void> {
-  const end = Date.now() + timeout
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise(resolve => setTimeout(resolve, 25))
-  }
-}
 
 async function run(name: string, mode?: 'full' | 'delta') {
   const { done } = await engine.execute(name, mode ? { mode } : {})
