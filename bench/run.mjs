@@ -17,19 +17,16 @@
  * machine is below that many cores; 0 disables), BENCH_NATIVE_FETCH=1 (CAP remote services over
  * native fetch instead of the SAP Cloud SDK).
  */
-import { fork, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CONSUMER_DIR, control, processCpuMs, runWorker, startProvider } from './helpers.mjs'
 
-const require = createRequire(import.meta.url)
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '..')
-const PROVIDER_DIR = path.join(ROOT, 'test/fixtures/provider')
-const CONSUMER_DIR = path.join(ROOT, 'test/fixtures/consumer')
 const RESULTS = path.join(HERE, 'results', 'latest.json')
 
 const BATCH = 1000
@@ -65,7 +62,7 @@ async function main() {
       await control(provider.url, 'seed', { from: 1, count: n - 1, modifiedAt: T_OLD })
       await control(provider.url, 'seed', { from: n, count: 1, modifiedAt: T_NEW })
       console.log(`N=${n}: provider pid ${provider.child.pid} at ${provider.url}, seeded in ${((now() - t0) / 1000).toFixed(1)} s`)
-      const result = await runWorker({ n, rounds, providerUrl: provider.url, providerPid: provider.child.pid })
+      const result = await runWorker(fileURLToPath(import.meta.url), { n, rounds, providerUrl: provider.url, providerPid: provider.child.pid })
       results.push(result)
       printOne(result)
     } finally {
@@ -90,57 +87,6 @@ async function main() {
   await mkdir(path.dirname(RESULTS), { recursive: true })
   await writeFile(RESULTS, JSON.stringify(report, null, 2))
   console.log(`\nwritten ${path.relative(ROOT, RESULTS)}`)
-}
-
-async function startProvider() {
-  const serve = require.resolve('@sap/cds/bin/serve.js')
-  const child = spawn(process.execPath, [serve, '--port', '0'], {
-    cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let log = ''
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`provider did not start:\n${log}`)), 30_000)
-    const onData = chunk => {
-      if (log.length < 20_000) log += chunk.toString()
-      const match = /server listening on \{ url: '([^']+)'/.exec(log)
-      if (match) {
-        clearTimeout(timer)
-        resolve(match[1].replace('localhost', '127.0.0.1'))
-      }
-    }
-    child.stdout.on('data', onData) // keeps draining after start: request logs must not block the provider
-    child.stderr.on('data', onData)
-    child.on('exit', code => { clearTimeout(timer); reject(new Error(`provider exited with ${code}:\n${log}`)) })
-  })
-  const exited = new Promise(resolve => child.on('exit', resolve))
-  return { url, child, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
-}
-
-async function control(base, action, data) {
-  const response = await fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
-  if (!response.ok) throw new Error(`${action}: ${response.status} ${await response.text()}`)
-}
-
-function runWorker(options) {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--worker'], {
-      cwd: CONSUMER_DIR,
-      execPath: process.execPath,
-      execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
-      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
-      // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
-      stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
-    })
-    child.stdout?.resume()
-    let result
-    child.on('message', message => {
-      if (message.type === 'progress') console.log(`  ${message.text}`)
-      if (message.type === 'result') result = message.result
-    })
-    child.on('exit', code => (result ? resolve(result) : reject(new Error(`bench worker exited with ${code} and no result`))))
-  })
 }
 
 function summarize(results) {
@@ -216,12 +162,7 @@ async function worker() {
   const prepared = await engine.registry.prepare('bench')
 
   const stats = async () => (await (await fetch(`${providerUrl}/odata/v4/control/stats()`)).json())
-  const providerCpu = () => {
-    try {
-      const fields = readFileSync(`/proc/${providerPid}/stat`, 'utf8').split(') ')[1].split(' ')
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime, USER_HZ = 100
-    } catch { return undefined }
-  }
+  const providerCpu = () => processCpuMs(providerPid)
   const vmHwmMB = () => {
     const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
     return match ? Number(match[1]) / 1024 : undefined

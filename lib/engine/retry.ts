@@ -4,29 +4,30 @@
  */
 import type { RetryConfig } from './config.js'
 
-export interface HttpLikeError {
-  status?: number
-  statusCode?: number
-  retryAfter?: number
-  message?: string
+/** The value at a property path of an unknown value (`at(e, 'reason', 'response', 'status')`). */
+function at(value: unknown, ...path: string[]): unknown {
+  let node = value
+  for (const key of path) {
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string, unknown>)[key]
+  }
+  return node
 }
 
 /** HTTP status of an error thrown by CAP remote services, fetch wrappers or our adapters. */
 export function statusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined
-  const e = error as Record<string, any>
   // CAP remote services wrap the remote status into `reason` and report 502 themselves
-  const candidates = [e.reason?.response?.status, e.reason?.status, e.response?.status, e.status, e.statusCode, e.cause?.status]
-  return candidates.find(value => typeof value === 'number' && value >= 100 && value < 600)
+  const candidates = [at(error, 'reason', 'response', 'status'), at(error, 'reason', 'status'), at(error, 'response', 'status'), at(error, 'status'), at(error, 'statusCode'), at(error, 'cause', 'status')]
+  return candidates.find((value): value is number => typeof value === 'number' && value >= 100 && value < 600)
 }
 
 /** `Retry-After` in ms, if the error carries one (seconds or HTTP date). */
 export function retryAfterOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined
-  const e = error as Record<string, any>
-  if (typeof e.retryAfter === 'number') return e.retryAfter
-  const headers = e.reason?.response?.headers ?? e.response?.headers
-  const value = typeof headers?.get === 'function' ? headers.get('retry-after') : headers?.['retry-after'] ?? headers?.['Retry-After']
+  const explicit = at(error, 'retryAfter')
+  if (typeof explicit === 'number') return explicit
+  const headers = at(error, 'reason', 'response', 'headers') ?? at(error, 'response', 'headers')
+  const get = at(headers, 'get')
+  const value = typeof get === 'function' ? (get as (name: string) => unknown).call(headers, 'retry-after') : at(headers, 'retry-after') ?? at(headers, 'Retry-After')
   if (value === undefined || value === null) return undefined
   const seconds = Number(value)
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)

@@ -1,0 +1,98 @@
+/**
+ * Shared by the benchmarks (bench/run.mjs, bench/adapters.mjs): child processes for providers
+ * and consumer workers, the provider's ControlService, and CPU time of another process.
+ */
+import { fork, spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const PROVIDER_DIR = path.join(ROOT, 'test/fixtures/provider')
+export const CONSUMER_DIR = path.join(ROOT, 'test/fixtures/consumer')
+export const REST_PROVIDER = path.join(ROOT, 'test/fixtures/rest-provider/server.mjs')
+
+/**
+ * Spawns `node <args>` and resolves once its output matches `ready` (group 1: the URL). Output
+ * keeps being drained afterwards, so request logs never block the child.
+ */
+export async function startChild(args, { cwd = ROOT, env = process.env, ready, name = args[0] }) {
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${log}`)), 30_000)
+    const onData = chunk => {
+      if (log.length < 20_000) log += chunk.toString()
+      const match = ready.exec(log)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1].replace('localhost', '127.0.0.1'))
+      }
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    child.on('exit', code => { clearTimeout(timer); reject(new Error(`${name} exited with ${code}:\n${log}`)) })
+  })
+  const exited = new Promise(resolve => child.on('exit', resolve))
+  return { url, child, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
+}
+
+/** The OData provider (test/fixtures/provider: V4 at /odata/v4/catalog, V2 at /odata/v2/catalog) in its own process, in-memory SQLite. */
+export function startProvider({ env = {} } = {}) {
+  const serve = require.resolve('@sap/cds/bin/serve.js')
+  return startChild([serve, '--port', '0'], {
+    cwd: PROVIDER_DIR,
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env },
+    ready: /server listening on \{ url: '([^']+)'/,
+    name: 'provider',
+  })
+}
+
+/** The plain REST provider (test/fixtures/rest-provider) with `items` items, in its own process. */
+export function startRestProvider({ items, apiKey = 'bench-key' }) {
+  return startChild([REST_PROVIDER, '--port', '0', '--items', String(items)], {
+    env: { ...process.env, REST_API_KEY: apiKey },
+    ready: /rest provider listening on (\S+)/,
+    name: 'rest provider',
+  })
+}
+
+/** An action of the provider's ControlService (seed, reset, faults, …). */
+export async function control(base, action, data) {
+  const response = await fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+  if (!response.ok) throw new Error(`${action}: ${response.status} ${await response.text()}`)
+}
+
+/** User + system CPU time (ms) another process has used so far; undefined when it is gone. */
+export function processCpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime, USER_HZ = 100
+  } catch { return undefined }
+}
+
+/**
+ * Forks `file --worker` in the consumer fixture's folder with `options` in BENCH_OPTIONS;
+ * prints its `progress` messages and resolves with its `result` message.
+ */
+export function runWorker(file, options) {
+  return new Promise((resolve, reject) => {
+    const child = fork(file, ['--worker'], {
+      cwd: CONSUMER_DIR,
+      execPath: process.execPath,
+      execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
+      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
+      // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
+      stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
+    })
+    child.stdout?.resume()
+    let result
+    child.on('message', message => {
+      if (message.type === 'progress') console.log(`  ${message.text}`)
+      if (message.type === 'result') result = message.result
+    })
+    child.on('exit', code => (result ? resolve(result) : reject(new Error(`bench worker exited with ${code} and no result`))))
+  })
+}
