@@ -19,7 +19,9 @@
  *
  * Environment: BENCH_ADAPTER_ROWS=100000 (source rows), BENCH_TARGET_ROWS (OData target rows;
  * default: BENCH_ADAPTER_ROWS), BENCH_ROUNDS=3, BENCH_ADAPTERS=rest-offset,rest-cursor,odata-v2,odata-target
- * (a subset), BENCH_NATIVE_FETCH=1 (CAP remote services over native fetch), BENCH_VERBOSE=1.
+ * (a subset), BENCH_NATIVE_FETCH=1 (CAP remote services over native fetch), BENCH_PROFILE=1 or a list of
+ * scenarios (consumer CPU profile of the first warm full run → bench/results/adapters-<scenario>.cpuprofile),
+ * BENCH_VERBOSE=1.
  */
 import { createRequire } from 'node:module'
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -168,6 +170,26 @@ async function worker() {
     const ms = now() - t0
     return { ms, consumerCpuMs: cpuMs(cpu0), providerCpuMs: p0 === undefined ? undefined : processCpuMs(providerPid) - p0, ...extra }
   }
+  // BENCH_PROFILE=1 (or a list of scenarios): CPU profile of the consumer during its first warm
+  // full run (the OData target: its one run) → bench/results/adapters-<scenario>.cpuprofile
+  const profiles = process.env.BENCH_PROFILE ?? ''
+  let profiler = profiles === '1' || profiles.split(',').includes(scenario) ? undefined : null
+  const profiled = async fn => {
+    if (profiler === null) return fn()
+    const { Session } = await import('node:inspector/promises')
+    profiler = new Session()
+    profiler.connect()
+    await profiler.post('Profiler.enable')
+    await profiler.post('Profiler.setSamplingInterval', { interval: 200 })
+    await profiler.post('Profiler.start')
+    try { return await fn() } finally {
+      const { profile } = await profiler.post('Profiler.stop')
+      profiler.disconnect()
+      profiler = null
+      await mkdir(path.dirname(RESULTS), { recursive: true })
+      await writeFile(path.join(path.dirname(RESULTS), `adapters-${scenario}.cpuprofile`), JSON.stringify(profile))
+    }
+  }
   const fullRun = () => measure(async () => {
     const { done } = await engine.execute(name, { mode: 'full' })
     const outcome = await done
@@ -216,7 +238,7 @@ async function worker() {
     for (let r = 0; r < rounds; r++) {
       measured.read.push(await readOnly())
       measured.readRaw.push(await measure(() => rawRead(v2Urls)))
-      measured.full.push(await fullRun())
+      measured.full.push(await profiled(fullRun))
       progress(`${scenario}: round ${r + 1}: read-only ${measured.read.at(-1).ms.toFixed(0)} ms, raw fetch ${measured.readRaw.at(-1).ms.toFixed(0)} ms, full ${measured.full.at(-1).ms.toFixed(0)} ms`)
     }
     const full = summaryOf(measured.full)
@@ -288,7 +310,7 @@ async function worker() {
         }
       }
     }
-    const run = await fullRun()
+    const run = await profiled(fullRun)
     const count = Number(await (await fetch(`${url}/odata/v4/catalog/Books/$count`)).text())
     if (count !== n) throw new Error(`odata-target: the provider holds ${count} books, not ${n}`)
     progress(`odata-target: ${n} rows in ${run.ms.toFixed(0)} ms; ${timing.get.calls} GETs ${timing.get.ms.toFixed(0)} ms, ${timing.change.calls} $batch ${timing.change.ms.toFixed(0)} ms`)
@@ -306,7 +328,7 @@ async function worker() {
       await found.json()
       lookupMs.push(now() - t0)
       t0 = now()
-      const body = { requests: keys.map((ID, i) => ({ id: String(i + 1), atomicityGroup: 'changes', method: 'POST', url: 'Books', headers: { 'content-type': 'application/json' }, body: { ID, title: `Local ${ID}`, author: 'x', stock: 1, modifiedAt: T_OLD } })) }
+      const body = { requests: keys.map((ID, i) => ({ id: String(i + 1), atomicityGroup: 'changes', method: 'POST', url: 'Books', headers: { 'content-type': 'application/json', prefer: 'return=minimal' }, body: { ID, title: `Local ${ID}`, author: 'x', stock: 1, modifiedAt: T_OLD } })) }
       const response = await fetch(`${url}/odata/v4/catalog/$batch`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) })
       const answer = await response.json()
       if (!response.ok || answer.responses.some(r => r.status >= 400)) throw new Error(`direct $batch: ${response.status}`)

@@ -106,10 +106,13 @@ export class ODataClient {
   }
 
   private async jsonBatch(requests: ChangeRequest[]): Promise<void> {
+    // only statuses are read: `return=minimal` spares the remote re-reading and serializing
+    // every written row (a CAP provider then answers 204 without a body); the preference is
+    // for requests with a body only (a CAP provider rejects it on DELETE)
     const body = {
       requests: requests.map((request, i) => ({
         id: String(i + 1), atomicityGroup: 'changes', method: request.method, url: request.url,
-        headers: { 'content-type': 'application/json' }, ...(request.body ? { body: request.body } : {}),
+        headers: { 'content-type': 'application/json', ...(request.body ? { prefer: 'return=minimal' } : {}) }, ...(request.body ? { body: request.body } : {}),
       })),
     }
     const response = (await this.service.send({ method: 'POST', path: '/$batch', data: body, headers: { 'content-type': 'application/json', accept: 'application/json' } })) as BatchResponse
