@@ -76,7 +76,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const name = requiredString(req.data.name, 'name')
       const mode = optionalEnum(req.data.mode, ['full', 'delta', 'partial-refresh'] as const, 'mode')
       const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
-      return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
+      const tenant = req.data.tenant === null || req.data.tenant === undefined ? undefined : requiredString(req.data.tenant, 'tenant')
+      return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
     unbound('status', async (req, engine) => {
@@ -160,7 +161,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     }
   }
 
-  private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean }) {
+  private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
     const { runId, done } = await engine.execute(name, options as Parameters<DataPipelineService['execute']>[1])
     if (options.async) {
       req.http?.res?.status(202)

@@ -24,6 +24,8 @@ export interface ExecuteOptions {
   mode?: RunMode
   trigger?: string
   async?: boolean
+  /** Run in this tenant's context (multitenancy must be active). */
+  tenant?: string
 }
 
 export interface ExecuteResult {
@@ -180,13 +182,17 @@ export class PipelineRegistry {
       throw new PipelineError('INVALID_PARAMETER', `mode 'delta' is not possible for query-shape pipeline '${name}'`, { target: 'mode' })
     if (mode === 'partial-refresh' && pipeline.shape !== 'query')
       throw new PipelineError('INVALID_PARAMETER', `mode 'partial-refresh' applies to query-shape pipelines; '${name}' is entity-shape`, { target: 'mode' })
+    if (options.tenant !== undefined && (typeof options.tenant !== 'string' || !options.tenant))
+      throw new PipelineError('INVALID_PARAMETER', 'tenant: must be a non-empty string', { target: 'tenant' })
+    if (options.tenant && !(cds.env.requires as { multitenancy?: unknown }).multitenancy)
+      throw new PipelineError('INVALID_PARAMETER', `tenant: '${options.tenant}' given, but multitenancy is not active (cds.requires.multitenancy)`, { target: 'tenant' })
     assertConnectionAvailable('execute')
     const prepared = await this.prepare(name)
     const run = new PipelineRun(prepared, { mode, trigger: whitelistTrigger(options.trigger) }, this.tracker, this.dispatch)
-    await run.begin()
+    await detached(() => run.begin(), options.tenant)
     // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
     // request's open transaction would hold the connection the batch transactions wait for)
-    const execution = detached(() => run.execute())
+    const execution = detached(() => run.execute(), options.tenant)
     if (!options.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { runId: run.runId, name, done }
@@ -257,11 +263,12 @@ function checkOrigin(pipeline: ResolvedPipeline): void {
     throw invalidConfig('source.origin', `needs target.entity '${target.entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`)
 }
 
-/** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant. */
-function detached<T>(fn: () => Promise<T>): Promise<T> {
+/** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */
+function detached<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
   const caller = cds.context as { user?: unknown; tenant?: string } | undefined
   const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
-  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) })
+  const effectiveTenant = tenant ?? caller?.tenant
+  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) })
   return (cds as unknown as { _with(context: object, fn: () => Promise<T>): Promise<T> })._with(context, fn)
 }
 

@@ -195,6 +195,8 @@ describe('runs: start, execute, PipelineRuns', () => {
     expectError(await POST('/pipeline/execute', { name: 'books', mode: 'sideways' }), 400, 'mode')
     expectError(await POST('/pipeline/execute', { name: 'books', trigger: 'cron' }), 400, 'trigger')
     expectError(await POST('/pipeline/execute', {}), 400, 'name')
+    // a tenant is honoured only with multitenancy; here it is not active, so it is refused, not ignored
+    expectError(await POST('/pipeline/execute', { name: 'books', tenant: 't1' }), 400, 'tenant')
     expectError(await POST('/pipeline/flush', {}), 400, 'name')
     expect(errorOf(await POST(`${B('books')}.start`, { mode: 'sideways' })).code).toBe('INVALID_PARAMETER')
     expect((await GET('/pipeline/PipelineRuns?$count=true&$top=0')).data['@odata.count']).toBe(before)
