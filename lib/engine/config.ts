@@ -107,6 +107,7 @@ export interface ResolvedPipeline {
   batchSize: number
   schedule?: ScheduleSpec
   enabled: boolean
+  /** Transaction scope of runs in the pipeline's own mode. */
   transaction: TransactionScope
   retry: Required<RetryConfig>
   leaseDuration: number
@@ -222,7 +223,8 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     batchSize,
     schedule,
     enabled: config.enabled ?? true,
-    transaction: config.transaction ?? 'batch',
+    // the scope of the pipeline's own mode; a run in another mode follows run.ts's rule
+    transaction: config.transaction ?? (mode === 'delta' ? 'batch' : 'run'),
     retry: {
       maxRetries: retry.maxRetries ?? DEFAULTS.maxRetries,
       baseDelay: retry.baseDelay ?? DEFAULTS.retryBaseDelay,

@@ -55,7 +55,7 @@ export function deviations(pipeline: ResolvedPipeline): Array<{ path: string; va
   const defaults: Record<string, unknown> = {
     mode: pipeline.shape === 'query' ? 'full' : 'delta',
     'source.batchSize': DEFAULTS.batchSize,
-    transaction: 'batch',
+    transaction: pipeline.mode === 'delta' ? 'batch' : 'run',
     'retry.maxRetries': DEFAULTS.maxRetries,
     leaseDuration: DEFAULTS.leaseDuration,
     enabled: true,
