@@ -73,15 +73,9 @@ export class ODataClient {
   }
 
   queryPath(query: ODataQuery): string {
-    const params: string[] = []
-    if (query.select?.length) params.push(`$select=${query.select.join(',')}`)
-    if (query.filter) params.push(`$filter=${encodeURIComponent(toODataFilter(query.filter, this.typeOf, this.version))}`)
-    if (query.orderBy?.length) params.push(`$orderby=${encodeURIComponent(query.orderBy.map(c => `${c} asc`).join(','))}`)
-    if (query.top !== undefined) params.push(`$top=${query.top}`)
-    if (query.skip) params.push(`$skip=${query.skip}`)
-    if (query.count) params.push(this.version === 'v2' ? '$inlinecount=allpages' : '$count=true')
-    return `/${this.entitySet}${params.length ? `?${params.join('&')}` : ''}`
+    return odataQueryPath(this.entitySet, query, this.typeOf, this.version)
   }
+
 
   async get(path: string): Promise<DataRecord[] & { $count?: number; $nextLink?: string; $next?: string }> {
     const result = await this.service.send({ method: 'GET', path })
@@ -123,4 +117,19 @@ export class ODataClient {
       throw error
     }
   }
+}
+
+/**
+ * `/Books?$select=…&$filter=…&$orderby=…&$top=…` — one builder for every OData read of the plugin
+ * (sources, target lookups, previews); literals are typed by `typeOf`, text is URL-encoded.
+ */
+export function odataQueryPath(entitySet: string, query: ODataQuery, typeOf: (field: string) => string | undefined, version: ODataVersion): string {
+  const params: string[] = []
+  if (query.select?.length) params.push(`$select=${query.select.join(',')}`)
+  if (query.filter) params.push(`$filter=${encodeURIComponent(toODataFilter(query.filter, typeOf, version))}`)
+  if (query.orderBy?.length) params.push(`$orderby=${encodeURIComponent(query.orderBy.map(c => `${c} asc`).join(','))}`)
+  if (query.top !== undefined) params.push(`$top=${query.top}`)
+  if (query.skip) params.push(`$skip=${query.skip}`)
+  if (query.count) params.push(version === 'v2' ? '$inlinecount=allpages' : '$count=true')
+  return `/${entitySet}${params.length ? `?${params.join('&')}` : ''}`
 }

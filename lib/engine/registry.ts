@@ -14,7 +14,6 @@ import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
 import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
-import { ODataSourceAdapter } from '../adapters/source/odata.js'
 import { CqnSourceAdapter } from '../adapters/source/cqn.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 
@@ -164,7 +163,7 @@ export class PipelineRegistry {
         const mapping = pipeline.shape === 'query'
           ? targetEntity && dataElementNames(targetEntity).map(n => ({ source: n, target: n }))
           : deriveMapping(targetEntity, sourceEntity)
-        if (mapping && (source instanceof ODataSourceAdapter || source instanceof CqnSourceAdapter)) source.columns = mapping.map(m => m.source)
+        if (mapping) source.columns = mapping.map(m => m.source)
         if (source instanceof CqnSourceAdapter && targetEntity) source.orderKeys = keyNames(targetEntity)
         return { pipeline, source, target, mapping }
       })()

@@ -16,6 +16,8 @@ import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
  */
 export abstract class BaseSourceAdapter {
   readonly pipeline: ResolvedPipeline
+  /** Source columns the target needs, set by the engine from the mapping; adapters that can restrict what they read use it. */
+  columns?: string[]
 
   constructor(context: AdapterContext) {
     this.pipeline = context.pipeline

@@ -17,8 +17,6 @@ import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 export class CqnSourceAdapter extends BaseSourceAdapter {
   protected service?: QueryRunner
   protected entity?: CsnEntity
-  /** Source columns the target needs; set by the engine from the mapping. */
-  columns?: string[]
   /** Output keys used to order query-shape pages; set by the engine from the target. */
   orderKeys?: string[]
 

@@ -7,7 +7,8 @@
 import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
-import { toODataFilter, type ODataVersion } from '../predicate.js'
+import { type ODataVersion } from '../predicate.js'
+import { odataQueryPath } from '../odata-client.js'
 import { withRetry } from '../../engine/retry.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
@@ -36,8 +37,6 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   protected service?: SendingService
   protected entity?: CsnEntity
   protected entitySet = ''
-  /** Source columns the target needs; set by the engine from the mapping. */
-  columns?: string[]
 
   override async prepare(): Promise<void> {
     const { service, entity } = this.pipeline.config.source
@@ -79,13 +78,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /** The relative URL of one page. */
   protected pageUrl(request: PageRequest, select: string[] | undefined): string {
     if (request.nextLink) return this.relativeLink(request.nextLink)
-    const params: string[] = []
-    if (select?.length) params.push(`$select=${select.join(',')}`)
-    if (request.filter) params.push(`$filter=${encodeURIComponent(toODataFilter(request.filter, this.typeOf, this.version))}`)
-    params.push(`$orderby=${encodeURIComponent(request.order.map(c => `${c} asc`).join(','))}`)
-    params.push(`$top=${request.top}`)
-    if (request.count) params.push(this.version === 'v2' ? '$inlinecount=allpages' : '$count=true')
-    return `/${this.entitySet}?${params.join('&')}`
+    return odataQueryPath(this.entitySet, { select, filter: request.filter, orderBy: request.order, top: request.top, count: request.count }, this.typeOf, this.version)
   }
 
   /** Next links may be absolute or relative to the service root. */
@@ -117,13 +110,8 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
 
   /** Data inspector page with `$filter`, `$select`, `$top`, `$skip` pushed to the provider. */
   override async preview(request: PreviewRequest): Promise<PreviewResult> {
-    const params: string[] = []
-    if (request.columns.length) params.push(`$select=${request.columns.join(',')}`)
-    if (request.filter) params.push(`$filter=${encodeURIComponent(toODataFilter(request.filter, this.typeOf, this.version))}`)
-    const keys = this.entity ? keyNames(this.entity) : []
-    if (keys.length) params.push(`$orderby=${encodeURIComponent(keys.map(k => `${k} asc`).join(','))}`)
-    params.push(`$top=${request.top + 1}`, `$skip=${request.skip}`)
-    const result = (await this.service!.send({ method: 'GET', path: `/${this.entitySet}?${params.join('&')}` })) as DataRecord[]
+    const query = { select: request.columns, filter: request.filter, orderBy: this.entity ? keyNames(this.entity) : [], top: request.top + 1, skip: request.skip }
+    const result = (await this.service!.send({ method: 'GET', path: odataQueryPath(this.entitySet, query, this.typeOf, this.version) })) as DataRecord[]
     return { rows: result.slice(0, request.top).map(record => this.convertRecord(record)), hasMore: result.length > request.top, limitedSupport: false }
   }
 }

@@ -40,3 +40,11 @@ export abstract class BaseTargetAdapter {
     return undefined
   }
 }
+
+/** One record per key, the last occurrence wins (a row read twice within a batch). */
+export function uniqueByKey(records: DataRecord[], keys: string[]): DataRecord[] {
+  const byKey = new Map<unknown, DataRecord>()
+  const [single] = keys.length === 1 ? keys : []
+  for (const record of records) byKey.set(single ? record[single] ?? null : JSON.stringify(keys.map(k => record[k] ?? null)), record)
+  return byKey.size === records.length ? records : [...byKey.values()]
+}

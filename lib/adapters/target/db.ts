@@ -3,7 +3,7 @@
  * update, a new key a create), deletes for full refreshes and slices. Runs inside the
  * caller's transaction (the engine's per-batch or per-run transaction).
  */
-import { BaseTargetAdapter } from './base.js'
+import { BaseTargetAdapter, uniqueByKey } from './base.js'
 import { toCqn, fromSlice, and } from '../predicate.js'
 import { PipelineError } from '../../engine/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
@@ -62,7 +62,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   }
 
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
-    const rows = this.dedupe(records)
+    const rows = uniqueByKey(records, this.keys)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
     if (this.onlyNewKeys(rows, context)) {
       const columns = this.flatColumns(rows)
@@ -103,14 +103,6 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const query = ql.DELETE.from(this.entity!.name)
     if (where) query.where(toCqn(where))
     return Number(await this.db!.run(query)) || 0
-  }
-
-  /** One row per key, the last occurrence wins (a row read twice within a batch). */
-  private dedupe(records: DataRecord[]): DataRecord[] {
-    const byKey = new Map<unknown, DataRecord>()
-    const [single] = this.keys.length === 1 ? this.keys : []
-    for (const record of records) byKey.set(single ? record[single] ?? null : JSON.stringify(this.keys.map(k => record[k] ?? null)), record)
-    return byKey.size === records.length ? records : [...byKey.values()]
   }
 
   /**

@@ -4,7 +4,7 @@
  * POSTed, in one `$batch` change set where the remote supports it — so re-runs never
  * duplicate. Truncate and slices page the keys and delete row by row.
  */
-import { BaseTargetAdapter } from './base.js'
+import { BaseTargetAdapter, uniqueByKey } from './base.js'
 import { ODataClient, type ChangeRequest } from '../odata-client.js'
 import { and, fromSlice, type Predicate } from '../predicate.js'
 import { withRetry } from '../../engine/retry.js'
@@ -48,9 +48,7 @@ export class ODataTargetAdapter extends BaseTargetAdapter {
   async writeBatch(records: DataRecord[], _context: WriteContext): Promise<WriteStatistics> {
     const client = this.client!
     const keys = client.keys()
-    const byKey = new Map<string, DataRecord>()
-    for (const record of records) byKey.set(JSON.stringify(keys.map(k => record[k] ?? null)), record)
-    const rows = [...byKey.values()]
+    const rows = uniqueByKey(records, keys)
     const statistics = { created: 0, updated: 0, deleted: 0 }
     for (let i = 0; i < rows.length; i += CHUNK) {
       const chunk = rows.slice(i, i + CHUNK)
