@@ -55,11 +55,25 @@ export const DEFAULTS = {
 export const ANNOTATIONS = {
   replicate: '@federation.replicate',
   delegate: '@federation.delegate',
+  /** CAP's own intent annotation (guide "CAP-level Data Federation"): replicate with FEDERATED_DEFAULTS. */
+  federated: '@federated',
   /** Set on the model (`csn.meta`) once the federation model hook ran. */
   enhanced: '@federation.$enhanced',
   persistenceTable: '@cds.persistence.table',
   persistenceSkip: '@cds.persistence.skip',
 } as const
+/**
+ * What `@federated` alone means: `@federation.replicate` with these options (override under
+ * `cds.requires['data-pipeline'].federation.federated`); delta on `modifiedAt` when the
+ * projection has that element, full refreshes otherwise.
+ */
+export const FEDERATED_DEFAULTS = {
+  schedule: DEFAULTS.scheduleEvery,
+  preload: true,
+  deltaField: 'modifiedAt',
+} as const
+/** Kinds of `cds.requires` entries that are remote services (the sources `@federated` replicates from). */
+export const REMOTE_KINDS = ['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest'] as const
 /** Keys `@federation.replicate` accepts. */
 export const REPLICATE_KEYS = ['schedule', 'preload', 'delta'] as const
 

@@ -14,7 +14,7 @@
  * `@federation.replicate.preload.wait: true`; `annotationValue()` folds it back.
  */
 import cds from '@sap/cds'
-import { ANNOTATIONS, LOGGER } from '../constants.js'
+import { ANNOTATIONS, LOGGER, REMOTE_KINDS } from '../constants.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -43,10 +43,35 @@ export interface FederationCsn {
   meta?: Record<string, unknown>
 }
 
-/** How an entity takes part in federation. `own`: annotated itself, not merely derived from an annotated projection. */
+/**
+ * How an entity takes part in federation. `own`: annotated itself, not merely derived from an
+ * annotated projection. `federated`: replicated because of CAP's `@federated` alone (defaults apply).
+ */
 export interface FederationRole {
   kind: FederationKind
   own: boolean
+  federated?: boolean
+}
+
+/** Options of `classify`: which services count as remote (default: a remote kind in `cds.requires`). */
+export interface ClassifyOptions {
+  isRemoteService?: (service: string) => boolean
+}
+
+/** Whether `cds.requires.<service>` binds a remote service (OData, HCQL, REST). */
+export function isRemoteService(service: string): boolean {
+  const entry = (cds.env.requires as Record<string, { kind?: unknown } | undefined>)[service]
+  return typeof entry?.kind === 'string' && (REMOTE_KINDS as readonly string[]).includes(entry.kind)
+}
+
+/** The service whose definition contains `entity` (the longest matching service name). */
+export function serviceOf(entity: string, csn: FederationCsn): string | undefined {
+  let found: string | undefined
+  for (const name in csn.definitions ?? {}) {
+    if (csn.definitions![name].kind !== 'service' || !entity.startsWith(`${name}.`)) continue
+    if (!found || name.length > found.length) found = name
+  }
+  return found
 }
 
 /**
@@ -130,13 +155,21 @@ function annotationsOf(csn: FederationCsn, name: string): Record<string, unknown
  * entity reads its local table, a projection on a delegated one has no storage either.
  * Throws when one entity is annotated with both.
  */
-export function classify(csn: FederationCsn): Map<string, FederationRole> {
+export function classify(csn: FederationCsn, options: ClassifyOptions = {}): Map<string, FederationRole> {
   const roles = new Map<string, FederationRole>()
   const defs = csn.definitions ?? {}
+  const remote = options.isRemoteService ?? isRemoteService
   const names = new Set([...Object.keys(defs), ...(csn.extensions ?? []).map(ext => ext.annotate).filter((n): n is string => typeof n === 'string')])
   const annotated = (name: string, annotation: string) => isAnnotated(annotationsOf(csn, name), annotation)
   const own = (name: string, annotation: string) =>
     annotated(name, annotation) && !sourcesOf(defs[name]).some(source => annotated(source, annotation))
+  // `@federated` (CAP's intent annotation) on a projection of a remote service's entity replicates it
+  const federatedOnly = (name: string) => {
+    if (!own(name, ANNOTATIONS.federated) || annotated(name, ANNOTATIONS.delegate) || annotated(name, ANNOTATIONS.replicate)) return false
+    const source = projectionSource(defs[name])
+    const service = source && serviceOf(source, csn)
+    return !!service && remote(service)
+  }
 
   for (const name of names) {
     if (defs[name] && defs[name].kind !== undefined && defs[name].kind !== 'entity') continue
@@ -144,6 +177,7 @@ export function classify(csn: FederationCsn): Map<string, FederationRole> {
     if (replicate && own(name, ANNOTATIONS.delegate))
       throw new Error(`[federation] '${name}' is annotated with both ${ANNOTATIONS.replicate} and ${ANNOTATIONS.delegate}; choose one (replicate keeps a local copy, delegate reads live)`)
     if (replicate) roles.set(name, { kind: 'replicate', own: true })
+    else if (federatedOnly(name)) roles.set(name, { kind: 'replicate', own: true, federated: true })
   }
   // delegation is transitive through views: a view on a proxy cannot be a database view
   const visiting = new Set<string>()
@@ -159,15 +193,17 @@ export function classify(csn: FederationCsn): Map<string, FederationRole> {
     return role
   }
   for (const name of names) delegated(name)
+  // projections on replicas read the local tables
+  const derivedReplica = (name: string) => annotated(name, ANNOTATIONS.replicate) || sourcesOf(defs[name]).some(source => roles.get(source)?.federated)
   for (const name of names) {
-    if (roles.has(name) || !annotated(name, ANNOTATIONS.replicate)) continue
+    if (roles.has(name) || !derivedReplica(name)) continue
     if (defs[name] && defs[name].kind !== undefined && defs[name].kind !== 'entity') continue
     roles.set(name, { kind: 'replicate', own: false })
   }
   return roles
 }
 
-/** Fully qualified names of the entities annotated `@federation.replicate` themselves. */
+/** Fully qualified names of the entities replicated in their own right (`@federation.replicate` or `@federated`). */
 export function replicatedEntities(csn: FederationCsn): string[] {
   return [...classify(csn)].filter(([, role]) => role.kind === 'replicate' && role.own).map(([name]) => name)
 }
@@ -178,7 +214,7 @@ export function delegatedEntities(csn: FederationCsn): string[] {
 }
 
 function hasFederationAnnotation(record: Record<string, unknown>): boolean {
-  for (const key in record) if (key.startsWith(ANNOTATIONS.replicate) || key.startsWith(ANNOTATIONS.delegate)) return true
+  for (const key in record) if (key.startsWith(ANNOTATIONS.replicate) || key.startsWith(ANNOTATIONS.delegate) || key === ANNOTATIONS.federated) return true
   return false
 }
 
@@ -195,21 +231,40 @@ export function enhanceModel(csn: FederationCsn | undefined): boolean {
   if (!any) any = (csn.extensions ?? []).some(ext => typeof ext.annotate === 'string' && hasFederationAnnotation(ext))
   if (!any) return false
 
-  let changed = false
-  const set = (name: string, annotation: string, conflicting: string) => {
-    const def = csn.definitions![name] as Record<string, unknown> | undefined
-    const target = def ?? (csn.extensions ?? []).find(ext => ext.annotate === name)
-    if (!target) return
-    if (target[conflicting] === true)
-      throw new Error(`[federation] '${name}' is ${annotation === ANNOTATIONS.persistenceTable ? `annotated ${ANNOTATIONS.replicate} (a local table)` : `served by ${ANNOTATIONS.delegate} (no local storage)`} but carries ${conflicting}: remove one of them`)
-    if (target[annotation] !== true) {
-      target[annotation] = true
-      changed = true
-    }
+  const defs = csn.definitions
+  const roles = classify(csn)
+  const targetOf = (name: string) => (defs[name] as Record<string, unknown> | undefined) ?? (csn.extensions ?? []).find(ext => ext.annotate === name)
+  // Annotations the compiler copied from the entity a projection selects from (`cds import`
+  // puts @cds.persistence.skip on every imported entity) are not the user's: decided for all
+  // entities before any is changed, since a change would hide where the next one got its value.
+  const inherited = new Set<string>()
+  for (const [name, role] of roles) {
+    const conflicting = role.kind === 'replicate' ? ANNOTATIONS.persistenceSkip : ANNOTATIONS.persistenceTable
+    if (targetOf(name)?.[conflicting] === true && sourcesOf(defs[name]).some(source => (defs[source] as Record<string, unknown> | undefined)?.[conflicting] === true))
+      inherited.add(name)
   }
-  for (const [name, role] of classify(csn)) {
-    if (role.kind === 'replicate' && role.own) set(name, ANNOTATIONS.persistenceTable, ANNOTATIONS.persistenceSkip)
-    else if (role.kind === 'delegate') set(name, ANNOTATIONS.persistenceSkip, ANNOTATIONS.persistenceTable)
+
+  let changed = false
+  const assign = (target: Record<string, unknown>, annotation: string, value: boolean) => {
+    if (target[annotation] === value) return
+    target[annotation] = value
+    changed = true
+  }
+  const set = (name: string, annotation: string, conflicting: string, own: boolean, strict: boolean) => {
+    const target = targetOf(name)
+    if (!target) return
+    if (target[conflicting] === true) {
+      // an inherited value is switched off explicitly, so that a later compile does not propagate it again
+      if (inherited.has(name)) assign(target, conflicting, false)
+      else if (strict)
+        throw new Error(`[federation] '${name}' is ${annotation === ANNOTATIONS.persistenceTable ? `annotated ${ANNOTATIONS.replicate} (a local table)` : `served by ${ANNOTATIONS.delegate} (no local storage)`} but carries ${conflicting} itself: remove one of them`)
+      else return // a view on a replica that its author chose not to persist
+    }
+    if (own || annotation === ANNOTATIONS.persistenceSkip) assign(target, annotation, true)
+  }
+  for (const [name, role] of roles) {
+    if (role.kind === 'replicate') set(name, ANNOTATIONS.persistenceTable, ANNOTATIONS.persistenceSkip, role.own, role.own)
+    else set(name, ANNOTATIONS.persistenceSkip, ANNOTATIONS.persistenceTable, role.own, true)
   }
   ;(csn.meta ??= {})[ANNOTATIONS.enhanced] = true
   if (changed && LOG._debug) LOG.debug('federation annotations applied to the model')

@@ -11,12 +11,12 @@
  * `preload: { wait: true }` → startup waits for that run and fails if it fails.
  */
 import cds from '@sap/cds'
-import { ANNOTATIONS, LOGGER, REPLICATE_KEYS, SERVICE_NAME } from '../constants.js'
+import { ANNOTATIONS, FEDERATED_DEFAULTS, LOGGER, REPLICATE_KEYS, SERVICE_NAME } from '../constants.js'
 import { PipelineError } from '../engine/errors.js'
 import { configFingerprint, isPlainObject, type DeltaConfig, type PipelineConfig } from '../engine/config.js'
 import type { ScheduleInput } from '../engine/schedule.js'
 import type { RunOutcome } from '../engine/run.js'
-import { annotationValue, projectionSource, replicatedEntities, type FederationCsn, type FederationDefinition } from './annotations.js'
+import { annotationValue, classify, projectionSource, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'
 
 const LOG = cds.log(LOGGER.federation)
@@ -50,15 +50,6 @@ function sourceElement(def: FederationDefinition, element: string): string {
   return element
 }
 
-/** The service whose definition contains `entity` (the longest matching service name). */
-function serviceOf(entity: string, csn: FederationCsn): string | undefined {
-  let found: string | undefined
-  for (const name in csn.definitions ?? {}) {
-    if (csn.definitions![name].kind !== 'service' || !entity.startsWith(`${name}.`)) continue
-    if (!found || name.length > found.length) found = name
-  }
-  return found
-}
 
 function preloadMode(entity: string, value: unknown): PreloadMode {
   if (value === undefined || value === null || value === false) return 'none'
@@ -72,11 +63,25 @@ function preloadMode(entity: string, value: unknown): PreloadMode {
   throw annotationError(entity, 'preload', 'must be true or { wait: true }')
 }
 
+/**
+ * The options `@federated` alone stands for: FEDERATED_DEFAULTS, overridable under
+ * `cds.requires['data-pipeline'].federation.federated` (`schedule`, `preload`); delta on the
+ * default field when the projection has it, otherwise full refreshes.
+ */
+export function federatedOptions(def: FederationDefinition): Record<string, unknown> {
+  const settings = (cds.env.requires as Record<string, { federation?: { federated?: Record<string, unknown> } } | undefined>)[SERVICE_NAME]?.federation?.federated ?? {}
+  const { deltaField, ...defaults } = { ...FEDERATED_DEFAULTS, ...settings }
+  const elements = (def.elements ?? {}) as Record<string, unknown>
+  const options: Record<string, unknown> = { ...defaults }
+  if (typeof deltaField === 'string' && deltaField in elements) options.delta = { field: deltaField }
+  return options
+}
+
 /** Derives the pipeline config of one replicated entity; throws naming the entity and the key. */
-export function replicaOf(name: string, csn: FederationCsn): Replica {
+export function replicaOf(name: string, csn: FederationCsn, federated = false): Replica {
   const def = csn.definitions?.[name]
   if (!def) throw annotationError(name, '', 'entity not found in the model')
-  const value = annotationValue(def, ANNOTATIONS.replicate)
+  const value = federated ? federatedOptions(def) : annotationValue(def, ANNOTATIONS.replicate)
   if (value !== true && !isPlainObject(value)) throw annotationError(name, '', 'must be true or { schedule, preload, delta }')
   const options: Record<string, unknown> = value === true ? {} : (value as Record<string, unknown>)
   for (const key of Object.keys(options))
@@ -105,18 +110,18 @@ export function replicaOf(name: string, csn: FederationCsn): Replica {
   const schedule = options.schedule as ScheduleInput | undefined | null
   const config: PipelineConfig = {
     name,
-    description: `${ANNOTATIONS.replicate}: ${from} → ${name}`,
+    description: `${federated ? ANNOTATIONS.federated : ANNOTATIONS.replicate}: ${from} → ${name}`,
     source: { service, entity: from.slice(service.length + 1) },
     target: { entity: name },
-    ...(delta ? { delta } : {}),
+    ...(delta ? { delta } : federated ? { mode: 'full' as const } : {}),
     ...(schedule !== undefined && schedule !== null ? { schedule } : {}),
   }
   return { name, config, preload: preloadMode(name, options.preload) }
 }
 
-/** All replicas of a model, in model order. */
+/** All replicas of a model (`@federation.replicate`, and `@federated` on remote entities), in model order. */
 export function replicasOf(csn: FederationCsn): Replica[] {
-  return replicatedEntities(csn).map(name => replicaOf(name, csn))
+  return [...classify(csn)].filter(([, role]) => role.kind === 'replicate' && role.own).map(([name, role]) => replicaOf(name, csn, role.federated))
 }
 
 function describe(config: PipelineConfig): string {
