@@ -1,6 +1,8 @@
 /** Public API of cap-data-pipeline: adapter base classes, config types, errors and constants. */
 export { BaseSourceAdapter } from './adapters/source/base.js'
 export { BaseTargetAdapter } from './adapters/target/base.js'
+export { HcqlSourceAdapter } from './adapters/source/hcql.js'
+export { HcqlTargetAdapter } from './adapters/target/hcql.js'
 export { PipelineError, type PipelineErrorCode } from './engine/errors.js'
 export type { PipelineConfig, SourceConfig, TargetConfig, DeltaConfig, RetryConfig, RefreshConfig, QueryContext, QueryFactory, DataRecord, SlicePredicate, ResolvedPipeline } from './engine/config.js'
 export type { TrackerState, TargetCapabilities, WriteStatistics, WriteContext, AdapterContext } from './adapters/types.js'

@@ -1,21 +1,24 @@
 /**
  * Chooses adapters: an explicit class (`source.adapter` / `target.adapter`) wins, then
- * `source.kind` / `target.kind`, then the kind of the bound service in `cds.requires`.
+ * `source.kind` / `target.kind`, then the kind of the bound service in `cds.requires`
+ * (`odata`/`odata-v4`, `odata-v2`, `hcql`, `rest`; anything else is a CQN runner).
  */
-import { requiredKind, ODATA_KINDS } from './kinds.js'
+import { requiredKind, HCQL_KIND, ODATA_PROTOCOL_KINDS } from './kinds.js'
 import { ODataTargetAdapter } from './target/odata.js'
 import { BaseSourceAdapter } from './source/base.js'
 import { BaseTargetAdapter } from './target/base.js'
 import { ODataSourceAdapter } from './source/odata.js'
 import { ODataV2SourceAdapter } from './source/odata-v2.js'
 import { CqnSourceAdapter } from './source/cqn.js'
+import { HcqlSourceAdapter } from './source/hcql.js'
+import { HcqlTargetAdapter } from './target/hcql.js'
 import { RestSourceAdapter } from './source/rest.js'
 import { DatabaseTargetAdapter } from './target/db.js'
 import { PipelineError } from '../engine/errors.js'
 import type { ResolvedPipeline } from '../engine/config.js'
 import type { SourceAdapterClass, TargetAdapterClass } from './types.js'
 
-export type SourceKind = 'odata' | 'odata-v2' | 'rest' | 'cqn' | 'custom'
+export type SourceKind = 'odata' | 'odata-v2' | 'hcql' | 'rest' | 'cqn' | 'custom'
 
 export { requiredKind }
 
@@ -25,11 +28,12 @@ export function sourceKindOf(pipeline: ResolvedPipeline): SourceKind {
   const kind = source.kind ?? (rest?.path ? 'rest' : requiredKind(source.service))
   if (kind === 'odata' || kind === 'odata-v4') return 'odata'
   if (kind === 'odata-v2') return 'odata-v2'
+  if (kind === HCQL_KIND) return 'hcql'
   if (kind === 'rest') return 'rest'
   return 'cqn'
 }
 
-const SOURCES: Partial<Record<SourceKind, SourceAdapterClass>> = { odata: ODataSourceAdapter, 'odata-v2': ODataV2SourceAdapter, cqn: CqnSourceAdapter, rest: RestSourceAdapter }
+const SOURCES: Partial<Record<SourceKind, SourceAdapterClass>> = { odata: ODataSourceAdapter, 'odata-v2': ODataV2SourceAdapter, cqn: CqnSourceAdapter, hcql: HcqlSourceAdapter, rest: RestSourceAdapter }
 
 export function sourceAdapterClass(pipeline: ResolvedPipeline): SourceAdapterClass {
   const kind = sourceKindOf(pipeline)
@@ -49,8 +53,9 @@ export function targetAdapterClass(pipeline: ResolvedPipeline): TargetAdapterCla
     if (!(target.adapter.prototype instanceof BaseTargetAdapter)) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: target.adapter must extend BaseTargetAdapter', { target: 'target.adapter' })
     return target.adapter
   }
-  const kind = target.kind ?? requiredKind(target.service)
-  return kind && ODATA_KINDS.has(kind) ? ODataTargetAdapter : DatabaseTargetAdapter
+  const kind: string | undefined = target.kind ?? requiredKind(target.service)
+  if (kind === HCQL_KIND) return HcqlTargetAdapter
+  return kind && ODATA_PROTOCOL_KINDS.has(kind) ? ODataTargetAdapter : DatabaseTargetAdapter
 }
 
 export function createAdapters(pipeline: ResolvedPipeline): { source: BaseSourceAdapter; target: BaseTargetAdapter } {

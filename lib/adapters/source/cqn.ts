@@ -4,7 +4,7 @@
  * `source.query` and page its result in a stable order.
  */
 import { BaseSourceAdapter } from './base.js'
-import { pagesOf } from './pager.js'
+import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { withRetry } from '../../engine/retry.js'
@@ -47,13 +47,15 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     const plan = this.watermarkPlan()
     const segments = readSegments(plan, tracker, keys)
     const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order), ...watermarkFields(plan)])] : dataElementNames(entity)
-    const exact = isDatabaseService(this.service)
-    yield* pagesOf(segments, this.batchSize, request => withRetry(async () => {
-      const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
-      if (request.filter) query.where(toCqn(request.filter))
-      const records = (await this.service!.run(query)) as DataRecord[]
-      return { records, exact }
-    }, this.pipeline.retry))
+    yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request), this.pipeline.retry))
+  }
+
+  /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */
+  protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest): Promise<PageResult> {
+    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
+    if (request.filter) query.where(toCqn(request.filter))
+    const records = (await this.service!.run(query)) as DataRecord[]
+    return { records, exact: isDatabaseService(this.service) }
   }
 
   private async *readQuery(tracker: TrackerState): AsyncGenerator<DataRecord[]> {

@@ -9,6 +9,7 @@
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { entityNamed, isAssociationElement, registry, type DelegateInfo } from './model.js'
+import { prepareHcqlService } from '../../adapters/source/hcql.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -46,15 +47,24 @@ export async function passOn<T>(call: () => Promise<T>): Promise<T> {
   } catch (error) {
     const status = remoteStatus(error)
     if (status && PASSED_ON.has(status)) {
-      const message = (error as Error).message.replace(/^Error during request to remote service: /, '')
+      const message = (error as Error).message.replace(/^(Error during request to remote service|HCQL request to \S+ failed with status \d+): /, '')
       throw Object.assign(new Error(message), { status, statusCode: status, code: String(status), cause: error })
     }
     throw error
   }
 }
 
+/**
+ * The remote service of a delegated entity. An HCQL remote (`kind: 'hcql'`) gets the plugin's
+ * HCQL handlers once (service-relative entity names on the wire, remote errors shaped like
+ * OData's): CAP's remote service then forwards the consumer's CQN — resolved through the
+ * projection chain, so renames, excluded columns, `where`, `orderBy`, `limit`, `count` and
+ * expands among entities of the same remote — as CQN, with no translation to URLs.
+ */
 export async function connectRemote(info: DelegateInfo): Promise<RemoteService> {
-  return (await cds.connect.to(info.remoteService)) as unknown as RemoteService
+  const remote = (await cds.connect.to(info.remoteService)) as unknown as RemoteService
+  if (remote.kind === 'hcql') prepareHcqlService(remote as unknown as Parameters<typeof prepareHcqlService>[0])
+  return remote
 }
 
 interface SelectQuery {
