@@ -1,27 +1,58 @@
-/* The provider's API as `cds import` produces it from http://localhost:4005/odata/v4/sales/$metadata. */
-@cds.external
+/* checksum : dd62ba3f4335f208fa7601e3ee440488 */
+@cds.external : true
 service SalesService {
+  @cds.external : true
+  @cds.persistence.skip : true
   entity Products {
-    key ID         : Integer;
-        name       : String(100);
-        category   : String(40);
-        price      : Decimal(9, 2);
-        currency   : String(3);
-        modifiedAt : Timestamp;
-  }
+    key ID : Integer not null;
+    name : String(100);
+    category : String(40);
+    price : Decimal(9, 2);
+    currency : String(3);
+    @odata.Precision : 7
+    @odata.Type : 'Edm.DateTimeOffset'
+    modifiedAt : Timestamp;
+  };
 
+  @cds.external : true
+  @cds.persistence.skip : true
   entity Orders {
-    key ID           : Integer;
-        customer     : String(100);
-        country      : String(2);
-        product_ID   : Integer;
-        productName  : String(100);
-        quantity     : Integer;
-        netAmount    : Decimal(11, 2);
-        currency     : String(3);
-        status       : String(12);
-        orderedAt    : Date;
-        internalNote : String(200);
-        modifiedAt   : Timestamp;
-  }
-}
+    key ID : Integer not null;
+    customer : String(100);
+    country : String(2);
+    product_ID : Integer;
+    productName : String(100);
+    quantity : Integer;
+    netAmount : Decimal(11, 2);
+    currency : String(3);
+    @Validation.AllowedValues : [
+      {
+        $Type: 'Validation.AllowedValue',
+        @Core.SymbolicName: 'open',
+        Value: 'open'
+      },
+      {
+        $Type: 'Validation.AllowedValue',
+        @Core.SymbolicName: 'shipped',
+        Value: 'shipped'
+      },
+      {
+        $Type: 'Validation.AllowedValue',
+        @Core.SymbolicName: 'delivered',
+        Value: 'delivered'
+      },
+      {
+        $Type: 'Validation.AllowedValue',
+        @Core.SymbolicName: 'cancelled',
+        Value: 'cancelled'
+      }
+    ]
+    status : String(12);
+    orderedAt : Date;
+    internalNote : String(200);
+    @odata.Precision : 7
+    @odata.Type : 'Edm.DateTimeOffset'
+    modifiedAt : Timestamp;
+  };
+};
+
