@@ -285,7 +285,7 @@ describe('secrets and retry', () => {
       let failure: Awaited<ReturnType<typeof failingRun>> | undefined
       const logs = await captureOutput(async () => { failure = await failingRun('rest-401') })
       const { error, stored } = failure!
-      expect(provider.state.requests).toEqual([{ path: '/items', query: { offset: '0', limit: '2' }, authorized: false, status: 401 }])
+      expect(provider.state.requests).toEqual([{ path: '/items', query: { offset: '0', limit: '2' }, authorized: false, status: 401, userAgent: expect.any(String) }])
       expect(error.message).toMatch(/REST source 'Rest': GET \/items \(offset 0\) answered 401 Unauthorized/)
       expect(logs).toContain('answered 401 Unauthorized') // the capture saw the failure being logged …
       expect(logs).toContain('GET /items?offset=0&limit=2') // … and the debug line of the request
@@ -393,5 +393,169 @@ describe('registration', () => {
     expect(error).toMatchObject({ code: 'INVALID_CONFIG', target: 'rest.headers' })
     expect(error!.message).toMatch(/belong in the service binding credentials/)
     expect(error!.message).not.toContain(CANARY)
+  })
+})
+
+describe('HTTP client: the one CAP would use (cds.env.remote.native_fetch, else the SAP Cloud SDK when installed)', () => {
+  // this repository has @sap-cloud-sdk/http-client installed (devDependency); an app without it is
+  // covered by test/integration/new-user.test.ts. The User-Agent tells the clients apart:
+  // Node's fetch sends `node`, the SDK (axios) `axios/<version>`.
+  const FETCH_AGENT = /^node$/
+  const SDK_AGENT = /^axios\//
+  const remote = () => (cds.env as unknown as { remote: { native_fetch?: boolean } }).remote
+  const agents = () => [...new Set(provider.state.requests.map(r => r.userAgent))]
+  const useFetch = (native: boolean | undefined) => {
+    if (native === undefined) delete remote().native_fetch
+    else remote().native_fetch = native
+  }
+  afterEach(() => useFetch(undefined))
+
+  test('not configured: the SAP Cloud SDK, as it is installed here; native_fetch: true → fetch; false → the SDK', async () => {
+    provider.state.items = makeItems(3)
+    await engine.addPipeline({
+      name: 'rest-client-choice', mode: 'full', source, target: { entity: 'consumer.RestRetry' },
+      rest: { path: '/items', dataPath: 'data.items', pagination: { type: 'offset', pageSize: 10 } },
+    })
+    for (const [native, agent] of [[undefined, SDK_AGENT], [true, FETCH_AGENT], [false, SDK_AGENT]] as const) {
+      useFetch(native)
+      provider.state.requests = []
+      expect(await run('rest-client-choice'), `native_fetch ${native}`).toMatchObject({ status: 'completed', statistics: { created: 3 } })
+      expect(agents(), `native_fetch ${native}`).toEqual([expect.stringMatching(agent)])
+      expect(provider.state.requests.every(r => r.authorized), 'binding headers sent').toBe(true)
+    }
+  })
+
+  describe('native fetch', () => {
+    beforeEach(() => useFetch(true))
+
+    test('pages, binding headers and credentials.path; dataPath; delta parameter', async () => {
+      provider.state.items = makeItems(12).map(item => ({ ...item, updatedAt: at(item.id) }))
+      const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
+      const previous = requires.Rest.credentials
+      // url with a trailing slash + a path prefix: joined without double slashes
+      requires.Rest.credentials = { url: `${provider.url}/`, path: '/', headers: { 'x-api-key': CANARY } }
+      try {
+        await engine.addPipeline({
+          name: 'rest-fetch-read', source, target: { entity: 'consumer.RestOffset' }, delta: { field: 'updatedAt' },
+          rest: { path: 'items', dataPath: 'data.items', deltaParam: 'updatedSince', pagination: { type: 'offset', pageSize: 5 } },
+        })
+        // the table may hold rows of the offset test above: created or updated, 12 in all
+        const first = await run('rest-fetch-read')
+        expect(first).toMatchObject({ status: 'completed' })
+        expect(first.statistics.created + first.statistics.updated).toBe(12)
+        expect(queries()).toEqual([0, 5, 10, 12].map(offset => ({ offset: String(offset), limit: '5' })))
+        expect(provider.state.requests.every(r => r.authorized && r.path === '/items')).toBe(true)
+        expect(agents()).toEqual([expect.stringMatching(FETCH_AGENT)])
+        provider.state.requests = []
+        expect(await run('rest-fetch-read')).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 0 } })
+        expect(queries()).toEqual([{ updatedSince: at(12), offset: '0', limit: '5' }, { updatedSince: at(12), offset: '1', limit: '5' }])
+      } finally {
+        requires.Rest.credentials = previous
+      }
+    })
+
+    test('401 fails fast without the secret anywhere; 404 is final', async () => {
+      provider.state.items = makeItems(5)
+      provider.state.apiKey = 'another-key'
+      try {
+        await engine.addPipeline({
+          name: 'rest-fetch-401', source, target: { entity: 'consumer.RestFailures' }, retry: { maxRetries: 3, baseDelay: 10 },
+          rest: { path: '/items', dataPath: 'data.items', pagination: { type: 'offset', pageSize: 2 } },
+        })
+        const { error, stored } = await failingRun('rest-fetch-401')
+        expect(provider.state.requests).toEqual([{ path: '/items', query: { offset: '0', limit: '2' }, authorized: false, status: 401, userAgent: 'node' }])
+        expect(error.message).toBe("REST source 'Rest': GET /items (offset 0) answered 401 Unauthorized (check the credentials of the service binding)")
+        expect(stored).toMatchObject({ code: 'SOURCE_FAILED', message: error.message })
+        for (const text of [error.message, String(error.stack), JSON.stringify(error), JSON.stringify(stored)]) expect(text).not.toContain(CANARY)
+        expect((error as Error & { cause?: unknown }).cause).toBeUndefined()
+      } finally {
+        provider.state.apiKey = CANARY
+      }
+      provider.state.requests = []
+      await engine.addPipeline({
+        name: 'rest-fetch-404', source, target: { entity: 'consumer.RestFailures' }, retry: { baseDelay: 10 },
+        rest: { path: '/nothing-here', pagination: { type: 'offset', pageSize: 10 } },
+      })
+      const { error } = await failingRun('rest-fetch-404')
+      expect(error).toMatchObject({ code: 'SOURCE_FAILED', response: { status: 404 } })
+      expect(error.message).toMatch(/GET \/nothing-here \(offset 0\) answered 404 Not Found/)
+      expect(provider.state.requests).toHaveLength(1)
+    })
+
+    test('429 with Retry-After: 1 waits about a second; 5xx is retried with backoff', async () => {
+      provider.state.items = makeItems(5)
+      provider.state.faults = { status: 429, count: 1, retryAfter: 1 }
+      await engine.addPipeline({
+        name: 'rest-fetch-429', mode: 'full', source, target: { entity: 'consumer.RestRetry' }, retry: { baseDelay: 10, maxDelay: 50 },
+        rest: { path: '/items', dataPath: 'data.items', pagination: { type: 'offset', pageSize: 10 } },
+      })
+      const started = Date.now()
+      expect(await run('rest-fetch-429')).toMatchObject({ status: 'completed', statistics: { created: 5 } })
+      expect(Date.now() - started).toBeGreaterThanOrEqual(950)
+      expect(provider.state.requests.map(r => [r.query.offset, r.status])).toEqual([['0', 429], ['0', 200], ['5', 200]])
+
+      provider.state.requests = []
+      provider.state.faults = { status: 503, count: 2 }
+      expect(await run('rest-fetch-429')).toMatchObject({ status: 'completed', statistics: { created: 5, deleted: 5 } })
+      expect(provider.state.requests.map(r => r.status)).toEqual([503, 503, 200, 200])
+      expect(agents()).toEqual(['node'])
+    })
+
+    test('a connection refused is retried, then fails naming the code', async () => {
+      const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
+      const previous = requires.Rest.credentials
+      const closed = await startRestProvider()
+      await closed.close()
+      requires.Rest.credentials = { url: closed.url, headers: { 'x-api-key': CANARY } }
+      try {
+        await engine.addPipeline({
+          name: 'rest-fetch-refused', source, target: { entity: 'consumer.RestFailures' }, retry: { maxRetries: 1, baseDelay: 10 },
+          rest: { path: '/items', pagination: { type: 'offset', pageSize: 10 } },
+        })
+        const { error } = await failingRun('rest-fetch-refused')
+        expect(error.message).toBe("REST source 'Rest': GET /items (offset 0) failed: ECONNREFUSED")
+      } finally {
+        requires.Rest.credentials = previous
+      }
+    })
+
+    test('a binding naming a destination still goes through the SAP Cloud SDK (it resolves destinations)', async () => {
+      provider.state.items = makeItems(2)
+      const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
+      const previous = requires.Rest.credentials
+      const env = process.env.destinations
+      process.env.destinations = JSON.stringify([{ name: 'rest-fetch-destination', url: provider.url, authentication: 'NoAuthentication' }])
+      requires.Rest.credentials = { destination: 'rest-fetch-destination', headers: { 'x-api-key': CANARY } }
+      try {
+        await engine.addPipeline({
+          name: 'rest-fetch-destination', mode: 'full', source, target: { entity: 'consumer.RestRetry' },
+          rest: { path: '/items', dataPath: 'data.items', pagination: { type: 'offset', pageSize: 10 } },
+        })
+        expect(await run('rest-fetch-destination')).toMatchObject({ status: 'completed', statistics: { created: 2 } })
+        expect(provider.state.requests.every(r => r.authorized)).toBe(true)
+        expect(agents()).toEqual([expect.stringMatching(SDK_AGENT)])
+      } finally {
+        requires.Rest.credentials = previous
+        if (env === undefined) delete process.env.destinations
+        else process.env.destinations = env
+      }
+    })
+  })
+
+  test.each([['native fetch', true], ['SAP Cloud SDK', false]] as const)('%s: rest.timeout bounds each request; a timeout is retried, then fails naming it', async (_client, native) => {
+    useFetch(native)
+    provider.state.items = makeItems(2)
+    provider.state.delay = 1_000
+    await engine.addPipeline({
+      name: `rest-timeout-${native}`, source, target: { entity: 'consumer.RestFailures' }, retry: { maxRetries: 1, baseDelay: 10 },
+      rest: { path: '/items', dataPath: 'data.items', timeout: 150, pagination: { type: 'offset', pageSize: 10 } },
+    })
+    const started = Date.now()
+    const { error, stored } = await failingRun(`rest-timeout-${native}`)
+    expect(Date.now() - started).toBeLessThan(900)
+    expect(error.message).toBe("REST source 'Rest': GET /items (offset 0) timed out after 150 ms (rest.timeout)")
+    expect(stored).toMatchObject({ code: 'SOURCE_FAILED' })
+    expect(provider.state.requests).toHaveLength(2)
+    expect(agents()).toEqual([expect.stringMatching(native ? FETCH_AGENT : SDK_AGENT)])
   })
 })

@@ -3,11 +3,19 @@
  * service binding `cds.requires.<source.service>`, read page by page with `offset`, `page` or
  * `cursor` pagination, optionally narrowed by a delta query parameter carrying `lastSync`.
  *
- * Requests go through `@sap-cloud-sdk/http-client`, so a binding that names a BTP/CAP
- * destination (`credentials.destination`) gets that destination's URL and authentication;
- * otherwise `credentials.url` plus the `credentials.headers` map are used. Header values are
+ * HTTP client (DESIGN "REST source: HTTP client"): the same choice CAP makes for its own remote
+ * services (`@sap/cds/libx/_runtime/remote/utils/cloudSdkProvider.js`), so installing this
+ * plugin never changes how an app talks to remote systems:
+ *   - `cds.env.remote.native_fetch: true` → Node's global `fetch`; `false` → the SAP Cloud SDK;
+ *   - not set → the SAP Cloud SDK (`@sap-cloud-sdk/http-client`) when the app has it installed,
+ *     otherwise `fetch`.
+ * A binding that names a BTP/CAP destination (`credentials.destination`) always needs the SDK
+ * (it resolves the destination's URL and authentication); without it the run is refused with
+ * an INVALID_CONFIG error naming the binding and the install command. The SDK is an optional
+ * peer dependency of this package, never installed by it.
+ * Otherwise `credentials.url` plus the `credentials.headers` map are used. Header values are
  * secrets: no error message or log line built here contains one, and errors of the HTTP
- * client (which carry the request config with its headers) are never passed on as `cause`.
+ * clients (which carry the request config with its headers) are never passed on as `cause`.
  *
  * Ordering: a REST API has no ordering this adapter can enforce. Offset and page pagination
  * are only stable when the server returns its collection in a stable order (e.g. by key);
@@ -62,8 +70,15 @@ interface RestBinding {
   }
 }
 
-type HttpClient = typeof import('@sap-cloud-sdk/http-client')
-type Destination = Parameters<HttpClient['executeHttpRequest']>[0]
+/** The part of `@sap-cloud-sdk/http-client` used here (typed locally: the SDK is an optional peer). */
+interface CloudSdkHttpClient {
+  executeHttpRequest(destination: object, config: object, options?: object): Promise<{ status: number; data: unknown }>
+}
+
+/** Where and how one run sends its requests. */
+export type RestTransport =
+  | { client: 'fetch'; url: string; headers: Record<string, string> }
+  | { client: 'cloud-sdk'; destination: { destinationName: string } | { url: string; headers: Record<string, string> } }
 
 const DEFAULT_TIMEOUT = 60_000
 
@@ -79,18 +94,34 @@ export class RestSourceError extends PipelineError {
   }
 }
 
-let client: Promise<HttpClient> | undefined
+export const CLOUD_SDK = '@sap-cloud-sdk/http-client'
+const INSTALL_HINT = `npm add ${CLOUD_SDK}@^4`
 
-/** The SAP Cloud SDK HTTP client, loaded on first use (a dependency of this package). */
-function httpClient(): Promise<HttpClient> {
-  client ??= import('@sap-cloud-sdk/http-client').then(
-    module => ((module as HttpClient & { default?: HttpClient }).executeHttpRequest ? module : (module as { default: HttpClient }).default),
-    error => {
-      client = undefined
-      throw new PipelineError('SOURCE_FAILED', `The REST source needs @sap-cloud-sdk/http-client (npm add @sap-cloud-sdk/http-client@^4): ${(error as Error).message}`)
+let cloudSdk: Promise<{ client?: CloudSdkHttpClient; problem?: string }> | undefined
+
+/**
+ * The SAP Cloud SDK HTTP client if the app has it installed (resolved like any peer dependency),
+ * loaded once. `problem` says why not: not installed, or installed but failing to load.
+ */
+export function loadCloudSdk(): Promise<{ client?: CloudSdkHttpClient; problem?: string }> {
+  cloudSdk ??= import(CLOUD_SDK).then(
+    module => {
+      const client = typeof (module as Partial<CloudSdkHttpClient>).executeHttpRequest === 'function' ? module : (module as { default?: unknown }).default
+      if (typeof (client as Partial<CloudSdkHttpClient> | undefined)?.executeHttpRequest !== 'function') return { problem: `${CLOUD_SDK} has no executeHttpRequest` }
+      return { client: client as CloudSdkHttpClient }
+    },
+    (error: NodeJS.ErrnoException) => {
+      const missing = (error.code === 'ERR_MODULE_NOT_FOUND' || error.code === 'MODULE_NOT_FOUND') && String(error.message).includes(CLOUD_SDK)
+      return { problem: missing ? `${CLOUD_SDK} is not installed` : `${CLOUD_SDK} failed to load: ${String(error.message).split('\n')[0]}` }
     },
   )
-  return client
+  return cloudSdk
+}
+
+/** CAP's switch between native fetch and the SAP Cloud SDK for remote services (undefined: not set). */
+function nativeFetchSetting(): boolean | undefined {
+  const value = (cds.env as unknown as { remote?: { native_fetch?: unknown } }).remote?.native_fetch
+  return value === undefined || value === null ? undefined : Boolean(value)
 }
 
 /** Value at a dotted path (`data.items`); the object itself for an empty path. */
@@ -118,7 +149,8 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     if (!service) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.service is required for a REST source', { target: 'source.service' })
     this.service = service
     this.rest = this.pipeline.config.rest!
-    await httpClient()
+    // fail at execute, before a run starts, when the binding cannot be served (no url, SDK missing)
+    await this.transport()
   }
 
   /** REST has no ordering we can enforce (see the module comment). */
@@ -141,7 +173,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     const pageSize = pagination.pageSize
     const base: Record<string, string> = {}
     if (deltaParam && tracker.mode === 'delta' && tracker.lastSync) base[deltaParam] = tracker.lastSync
-    const destination = this.destination()
+    const transport = await this.transport()
     const secrets = this.secretsOf()
 
     if (pagination.type === 'cursor') {
@@ -150,7 +182,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
       for (;;) {
         const params: Record<string, string> = { ...base, limit: String(pageSize) }
         if (cursor !== undefined) params[pagination.cursorParam!] = cursor
-        const { records, body } = await this.fetchPage(destination, params, secrets, cursor === undefined ? 'first page' : 'next cursor')
+        const { records, body } = await this.fetchPage(transport, params, secrets, cursor === undefined ? 'first page' : 'next cursor')
         if (records.length) yield records
         const next = valueAt(body, pagination.cursorPath)
         if (next === undefined || next === null || next === '') return
@@ -172,7 +204,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
         ? { ...base, page: String(position), pageSize: String(pageSize) }
         : { ...base, offset: String(position), limit: String(pageSize) }
       const where = `${pagination.type} ${position}`
-      const { records } = await this.fetchPage(destination, params, secrets, where)
+      const { records } = await this.fetchPage(transport, params, secrets, where)
       if (!records.length) return
       const fingerprint = `${records.length}|${JSON.stringify(records[0])}|${JSON.stringify(records[records.length - 1])}`
       if (fingerprint === previous)
@@ -184,14 +216,29 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     }
   }
 
-  /** Where requests go: a named destination (its auth applies) or the binding's URL and headers. */
-  protected destination(): Destination {
+  /**
+   * Where and how requests go: a named destination (its URL and auth apply; needs the SAP Cloud
+   * SDK) or the binding's URL and headers, sent with the HTTP client CAP would use (module comment).
+   */
+  protected async transport(): Promise<RestTransport> {
     const credentials = this.binding().credentials ?? {}
-    // a named destination brings its own URL and authentication; binding headers are added per request
-    if (credentials.destination) return { destinationName: credentials.destination }
+    const headers = { ...(credentials.headers ?? {}) }
+    if (credentials.destination) {
+      const { client, problem } = await loadCloudSdk()
+      if (!client)
+        throw new PipelineError('INVALID_CONFIG', `REST source '${this.service}': cds.requires.${this.service}.credentials.destination ('${credentials.destination}') needs the SAP Cloud SDK to resolve the destination, but ${problem}; install it in the app (${INSTALL_HINT}) or give the binding a url instead`, { target: 'source.service' })
+      // a named destination brings its own URL and authentication; binding headers are added per request
+      return { client: 'cloud-sdk', destination: { destinationName: credentials.destination } }
+    }
     if (!credentials.url)
       throw new PipelineError('INVALID_CONFIG', `REST source '${this.service}': cds.requires.${this.service}.credentials has neither url nor destination`, { target: 'source.service' })
-    return { url: credentials.url, headers: { ...(credentials.headers ?? {}) } }
+    const native = nativeFetchSetting()
+    if (native === true) return { client: 'fetch', url: credentials.url, headers }
+    const { client, problem } = await loadCloudSdk()
+    if (client) return { client: 'cloud-sdk', destination: { url: credentials.url, headers } }
+    if (native === false)
+      throw new PipelineError('INVALID_CONFIG', `REST source '${this.service}': cds.env.remote.native_fetch is false (remote calls through the SAP Cloud SDK), but ${problem}; install it in the app (${INSTALL_HINT}) or remove that setting`, { target: 'source.service' })
+    return { client: 'fetch', url: credentials.url, headers }
   }
 
   protected binding(): RestBinding {
@@ -219,12 +266,12 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     return joined.startsWith('/') ? joined : `/${joined}`
   }
 
-  protected async fetchPage(destination: Destination, params: Record<string, string>, secrets: string[], where: string): Promise<Page> {
+  protected async fetchPage(transport: RestTransport, params: Record<string, string>, secrets: string[], where: string): Promise<Page> {
     const path = this.requestPath()
     const query = new URLSearchParams(params).toString()
     const url = `${path}${path.includes('?') ? '&' : '?'}${query}`
     const text = await withRetry(
-      () => this.get(destination, url, path, secrets, where),
+      () => this.get(transport, url, path, secrets, where),
       this.pipeline.retry,
       (error, attempt, delay) => LOG.warn(`pipeline '${this.pipeline.name}': ${(error as Error).message}; retry ${attempt} in ${delay} ms`),
     )
@@ -247,21 +294,50 @@ export class RestSourceAdapter extends BaseSourceAdapter {
   }
 
   /** One GET; the body as text. Failures become RestSourceErrors built from status and path only. */
-  protected async get(destination: Destination, url: string, path: string, secrets: string[], where: string): Promise<string> {
-    const { executeHttpRequest } = await httpClient()
-    if (LOG._debug) LOG.debug(`pipeline '${this.pipeline.name}': GET ${scrub(url, secrets)}`)
+  protected async get(transport: RestTransport, url: string, path: string, secrets: string[], where: string): Promise<string> {
+    if (LOG._debug) LOG.debug(`pipeline '${this.pipeline.name}': GET ${scrub(url, secrets)} (${transport.client === 'fetch' ? 'native fetch' : 'SAP Cloud SDK'})`)
+    const timeout = this.rest.timeout ?? DEFAULT_TIMEOUT
+    return transport.client === 'fetch'
+      ? this.getWithFetch(transport, url, path, secrets, where, timeout)
+      : this.getWithCloudSdk(transport, url, path, secrets, where, timeout)
+  }
+
+  /** Node's global fetch: binding URL + path, binding headers, a timeout covering headers and body. */
+  protected async getWithFetch(transport: Extract<RestTransport, { client: 'fetch' }>, url: string, path: string, secrets: string[], where: string, timeout: number): Promise<string> {
+    const headers = new Headers({ accept: 'application/json' })
+    for (const [name, value] of Object.entries(transport.headers)) headers.set(name, String(value))
+    let response: Response
+    try {
+      response = await fetch(`${transport.url.replace(/\/+$/, '')}${url}`, { method: 'GET', headers, signal: AbortSignal.timeout(timeout) })
+    } catch (error) {
+      throw this.failure(error, path, secrets, where, timeout)
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined)
+      throw this.failure({ response: { status: response.status, headers: response.headers } }, path, secrets, where, timeout)
+    }
+    try {
+      return await response.text()
+    } catch (error) {
+      throw this.failure(error, path, secrets, where, timeout)
+    }
+  }
+
+  /** The SAP Cloud SDK: a named destination (binding headers added) or the binding URL and headers. */
+  protected async getWithCloudSdk(transport: Extract<RestTransport, { client: 'cloud-sdk' }>, url: string, path: string, secrets: string[], where: string, timeout: number): Promise<string> {
+    const { client } = await loadCloudSdk()
     let response: { status: number; data: unknown }
     try {
-      response = await executeHttpRequest(destination, {
+      response = await client!.executeHttpRequest(transport.destination, {
         method: 'GET',
         url,
-        headers: { accept: 'application/json', ...('destinationName' in destination ? this.binding().credentials?.headers : {}) },
-        timeout: this.rest.timeout ?? DEFAULT_TIMEOUT,
+        headers: { accept: 'application/json', ...('destinationName' in transport.destination ? this.binding().credentials?.headers : {}) },
+        timeout,
         responseType: 'text',
         transformResponse: [(data: unknown) => data],
-      } as Parameters<HttpClient['executeHttpRequest']>[1], { fetchCsrfToken: false })
+      }, { fetchCsrfToken: false })
     } catch (error) {
-      throw this.failure(error, path, secrets, where)
+      throw this.failure(error, path, secrets, where, timeout)
     }
     const data = response.data
     if (typeof data === 'string') return data
@@ -270,7 +346,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
   }
 
   /** A clean error from an HTTP client error: remote status, Retry-After, path — never headers or bodies. */
-  protected failure(error: unknown, path: string, secrets: string[], where: string): RestSourceError {
+  protected failure(error: unknown, path: string, secrets: string[], where: string, timeout?: number): RestSourceError {
     const chain: Array<Record<string, any>> = []
     for (let e = error as Record<string, any> | undefined, depth = 0; e && typeof e === 'object' && depth < 6; e = e.cause, depth++) chain.push(e)
     const response = chain.map(e => e.response).find(r => r && typeof r.status === 'number') as { status: number; headers?: Record<string, unknown> } | undefined
@@ -280,6 +356,9 @@ export class RestSourceAdapter extends BaseSourceAdapter {
       const hint = status === 401 || status === 403 ? ' (check the credentials of the service binding)' : ''
       return new RestSourceError(`${this.label()}: GET ${path} (${where}) answered ${status} ${STATUS_CODES[status] ?? ''}`.trimEnd() + hint, { remoteStatus: status, retryAfter })
     }
+    // fetch: AbortSignal.timeout's TimeoutError; axios (Cloud SDK): ECONNABORTED "timeout of … exceeded"
+    if (timeout !== undefined && chain.some(e => e.name === 'TimeoutError' || (e.code === 'ECONNABORTED' && /timeout/i.test(String(e.message)))))
+      return new RestSourceError(`${this.label()}: GET ${path} (${where}) timed out after ${timeout} ms (rest.timeout)`)
     const code = chain.map(e => e.code).find(c => typeof c === 'string' && /^E[A-Z_]+$/.test(c)) as string | undefined
     const innermost = chain[chain.length - 1]
     const detail = code ?? scrub(String(innermost?.message ?? error), secrets).slice(0, 200)
