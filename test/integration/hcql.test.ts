@@ -314,6 +314,20 @@ describe('federation over HCQL', () => {
     expect(read.count).toBe(true)
   })
 
+  test('@federation.delegate: a provider that caps its pages is read on until $top (HCQL has no next links)', async () => {
+    await provider.control.pageLimit(4)
+    try {
+      const { data } = await test_.GET(`${S}/LiveBooks?$select=ID,name&$orderby=ID&$top=10&$skip=2`)
+      expect(data.value.map((r: { ID: number }) => r.ID)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+      expect(data.value[0]).toEqual({ ID: 3, name: 'Book 3' })
+      expect(data['@odata.count']).toBeUndefined() // counted for paging only
+      const reads = selects(proxy.take())
+      expect(reads.map(r => [r.limit.offset?.val ?? 0, r.limit.rows.val])).toEqual([[2, 10], [6, 6], [10, 2]])
+    } finally {
+      await provider.control.pageLimit(0)
+    }
+  })
+
   test('@federation.delegate: by key, and an excluded column is never requested', async () => {
     const { data } = await test_.GET(`${S}/LiveBooks(4)`)
     expect(data).toMatchObject({ ID: 4, name: 'Book 4', writer: 'Author 4', stock: 4 })

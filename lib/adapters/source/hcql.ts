@@ -18,7 +18,6 @@ import { CqnSourceAdapter } from './cqn.js'
 import type { PageRequest, PageResult } from './pager.js'
 import { toCqn } from '../predicate.js'
 import { LOGGER } from '../../constants.js'
-import { requiredKind } from '../kinds.js'
 import { ql, type QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
 import type { DataRecord } from '../../engine/config.js'
@@ -127,11 +126,6 @@ export function prepareHcqlService(service: HcqlRemote): void {
       }
     })
   })
-}
-
-/** Whether a bound service is an HCQL remote (configured kind or the connected service's). */
-export function isHcqlService(name: string | undefined, service?: { kind?: string }): boolean {
-  return service?.kind === 'hcql' || requiredKind(name) === 'hcql'
 }
 
 interface CountedResult extends Array<DataRecord> {

@@ -118,6 +118,11 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   // `limit: null` (no paging by the application service) is not OData: leave it out
   const select = { ...query.SELECT }
   if (!select.limit?.rows && !select.limit?.offset) delete select.limit
+  // HCQL has no next links: a provider that caps its pages (`@cds.query.limit.max`) answers
+  // short. The count (one COUNT at the provider) tells whether more rows are to be fetched.
+  const hcql = remote.kind === 'hcql' && !one
+  const askedCount = Boolean(select.count)
+  if (hcql && !select.groupBy && !select.distinct) select.count = true
   let result: unknown
   try {
     result = await passOn(() => remote.run({ SELECT: select }))
@@ -132,6 +137,19 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   }
   const rows = [...result] as Row[]
   const count = (result as { $count?: number }).$count
+  if (hcql) {
+    const offset = select.limit?.offset?.val ?? 0
+    const available = typeof count === 'number' ? Math.max(0, count - offset) : rows.length
+    const goal = wanted === undefined ? available : Math.min(wanted, available)
+    while (rows.length < goal) {
+      // the next slice of the same query; CAP renames its rows back like the first page's
+      const next = { ...query.SELECT, count: undefined, limit: { rows: { val: goal - rows.length }, offset: { val: offset + rows.length } } }
+      const page = await passOn(() => remote.run({ SELECT: next }))
+      if (!Array.isArray(page) || !page.length) break
+      rows.push(...(page as Row[]))
+    }
+    return { rows, count: askedCount && typeof count === 'number' ? count : undefined, one: false }
+  }
   let path = nextPath(result, remote, info)
   const target = entityNamed(info.remoteEntity)
   let pages = 1
