@@ -3,6 +3,7 @@
  * `source.kind` / `target.kind`, then the kind of the bound service in `cds.requires`
  * (`odata`/`odata-v4`, `odata-v2`, `hcql`, `rest`; anything else is a CQN runner).
  */
+import cds from '@sap/cds'
 import { requiredKind, HCQL_KIND, ODATA_PROTOCOL_KINDS } from './kinds.js'
 import { ODataTargetAdapter } from './target/odata.js'
 import { BaseSourceAdapter } from './source/base.js'
@@ -22,9 +23,19 @@ export type SourceKind = 'odata' | 'odata-v2' | 'hcql' | 'rest' | 'cqn' | 'custo
 
 export { requiredKind }
 
+/**
+ * Whether a required service is served in this process instead of being called remotely, as
+ * `cds watch` does (mocks) for an imported API without credentials: it is read with CQN then.
+ */
+function servedInProcess(service: string | undefined): boolean {
+  const served = service ? (cds.services as Record<string, object | undefined>)[service] : undefined
+  return !!served && !(served instanceof cds.RemoteService)
+}
+
 export function sourceKindOf(pipeline: ResolvedPipeline): SourceKind {
   const { source, rest } = pipeline.config
   if (source.adapter) return 'custom'
+  if (!source.kind && !rest?.path && servedInProcess(source.service)) return 'cqn'
   const kind = source.kind ?? (rest?.path ? 'rest' : requiredKind(source.service))
   if (kind === 'odata' || kind === 'odata-v4') return 'odata'
   if (kind === 'odata-v2') return 'odata-v2'

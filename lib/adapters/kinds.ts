@@ -7,12 +7,8 @@ export const ODATA_PROTOCOL_KINDS = new Set(['odata', 'odata-v4', 'odata-v2'])
 /** CAP-to-CAP remote services speaking CQN over HTTP (`@protocol: 'hcql'` at the provider). */
 export const HCQL_KIND = 'hcql'
 
-/**
- * Remote services a pipeline can write to without a custom adapter: OData and HCQL. (Kept
- * under its historical name: lib/engine/config.ts validates `target.service` against it.)
- */
-export const ODATA_KINDS = new Set([...ODATA_PROTOCOL_KINDS, HCQL_KIND])
-export const REMOTE_TARGET_KINDS = ODATA_KINDS
+/** Remote services a pipeline can write to without a custom adapter: OData and HCQL. */
+export const REMOTE_TARGET_KINDS = new Set([...ODATA_PROTOCOL_KINDS, HCQL_KIND])
 
 /** The configured kind of `cds.requires.<service>`, if any (`kind: { hcql: … }` objects included). */
 export function requiredKind(service: string | undefined): string | undefined {

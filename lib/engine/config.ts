@@ -9,7 +9,7 @@ import {
 } from '../constants.js'
 import { invalidConfig } from './errors.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
-import { ODATA_KINDS } from '../adapters/kinds.js'
+import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
 import type { SourceAdapterClass, TargetAdapterClass } from '../adapters/types.js'
 import type { RestConfig } from '../adapters/source/rest.js'
@@ -51,7 +51,7 @@ export interface TargetConfig {
   /** `db` or unset: the database target. */
   service?: string
   entity?: string
-  kind?: 'odata' | 'odata-v2'
+  kind?: 'odata' | 'odata-v2' | 'hcql'
   adapter?: TargetAdapterClass
 }
 
@@ -114,7 +114,7 @@ export interface ResolvedPipeline {
 }
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
-const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
+const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -168,12 +168,12 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
 
   if (tgt.adapter !== undefined && typeof tgt.adapter !== 'function')
     throw invalidConfig('target.adapter', 'must be a class extending BaseTargetAdapter')
-  if (tgt.kind !== undefined && tgt.kind !== 'odata' && tgt.kind !== 'odata-v2')
-    throw invalidConfig('target.kind', `'${String(tgt.kind)}' is unknown; expected odata or odata-v2`)
+  if (tgt.kind !== undefined && tgt.kind !== 'odata' && tgt.kind !== 'odata-v2' && tgt.kind !== 'hcql')
+    throw invalidConfig('target.kind', `'${String(tgt.kind)}' is unknown; expected odata, odata-v2 or hcql`)
   if (!tgt.adapter && (typeof tgt.entity !== 'string' || !tgt.entity))
     throw invalidConfig('target.entity', 'is required unless a custom target.adapter is given')
-  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? '') && !ODATA_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
-    throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2) or a custom target.adapter`)
+  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? '') && !REMOTE_TARGET_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
+    throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2, hcql) or a custom target.adapter`)
 
   if (config.mode !== undefined && !(REPLICATION_MODES as readonly string[]).includes(config.mode))
     throw invalidConfig('mode', `'${String(config.mode)}' is invalid; expected one of ${REPLICATION_MODES.join(', ')}`)
