@@ -6,6 +6,7 @@
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
+import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { withRetry } from '../../engine/retry.js'
 import { PipelineError } from '../../engine/errors.js'
@@ -78,10 +79,6 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
   /** Entity-shape: filters pushed to the service; query-shape: the default in-memory page. */
   override async preview(request: PreviewRequest): Promise<PreviewResult> {
     if (!this.entity) return super.preview(request)
-    const query = ql.SELECT.from(this.entity.name).orderBy(...keyNames(this.entity)).limit(request.top + 1, request.skip)
-    if (request.columns.length) query.columns(...request.columns)
-    if (request.filter) query.where(toCqn(request.filter))
-    const rows = (await this.service!.run(query)) as DataRecord[]
-    return { rows: rows.slice(0, request.top), hasMore: rows.length > request.top, limitedSupport: false }
+    return previewPage(this.service!, this.entity.name, keyNames(this.entity), request)
   }
 }

@@ -1,3 +1,4 @@
+import { and, fromSlice, type Predicate } from '../predicate.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../engine/config.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 import type { CsnEntity } from '../../model/csn.js'
@@ -39,6 +40,18 @@ export abstract class BaseTargetAdapter {
   entityDefinition(): CsnEntity | undefined {
     return undefined
   }
+}
+
+/** Key column contributed by aspect `plugin.data_pipeline.sourced`: the origin label of fan-in pipelines. */
+export const ORIGIN_COLUMN = 'source'
+
+/**
+ * The target rows a pipeline owns, narrowed to a slice: all rows (undefined), or those of its
+ * `source.origin` (fan-in), within the slice when one is given.
+ */
+export function ownedRows(pipeline: ResolvedPipeline, slice?: SlicePredicate): Predicate | undefined {
+  const origin = pipeline.config.source.origin
+  return and(slice ? fromSlice(slice) : undefined, origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin })
 }
 
 /** One record per key, the last occurrence wins (a row read twice within a batch). */

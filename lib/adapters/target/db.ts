@@ -3,16 +3,16 @@
  * update, a new key a create), deletes for full refreshes and slices. Runs inside the
  * caller's transaction (the engine's per-batch or per-run transaction).
  */
-import { BaseTargetAdapter, uniqueByKey } from './base.js'
-import { toCqn, fromSlice, and } from '../predicate.js'
+import { BaseTargetAdapter, ORIGIN_COLUMN, ownedRows, uniqueByKey } from './base.js'
+import { previewPage } from '../preview.js'
+import { and, toCqn, type Predicate } from '../predicate.js'
 import { PipelineError } from '../../engine/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../engine/config.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
-/** Column contributed by aspect `plugin.data_pipeline.sourced`. */
-export const ORIGIN_COLUMN = 'source'
+export { ORIGIN_COLUMN }
 
 export class DatabaseTargetAdapter extends BaseTargetAdapter {
   protected db?: QueryRunner
@@ -46,11 +46,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
 
   /** Data inspector page, filters pushed to the database. */
   override async preview(request: PreviewRequest): Promise<PreviewResult> {
-    const query = ql.SELECT.from(this.entity!.name).orderBy(...this.keys).limit(request.top + 1, request.skip)
-    if (request.columns.length) query.columns(...request.columns)
-    if (request.filter) query.where(toCqn(request.filter))
-    const rows = (await this.db!.run(query)) as DataRecord[]
-    return { rows: rows.slice(0, request.top), hasMore: rows.length > request.top, limitedSupport: false }
+    return previewPage(this.db!, this.entity!.name, this.keys, request)
   }
 
   override elementNames(): string[] | undefined {
@@ -89,19 +85,18 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   }
 
   async truncate(context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    const query = ql.DELETE.from(this.entity!.name)
-    if (origin !== undefined) query.where(toCqn({ field: ORIGIN_COLUMN, op: 'eq', value: origin }))
-    const deleted = Number(await this.db!.run(query)) || 0
+    const deleted = await this.deleteWhere(ownedRows(this.pipeline))
     this.refill = { runId: context.runId }
     return deleted
   }
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    const where = and(fromSlice(predicate), origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin })
+    return this.deleteWhere(ownedRows(this.pipeline, predicate))
+  }
+
+  private async deleteWhere(filter: Predicate | undefined): Promise<number> {
     const query = ql.DELETE.from(this.entity!.name)
-    if (where) query.where(toCqn(where))
+    if (filter) query.where(toCqn(filter))
     return Number(await this.db!.run(query)) || 0
   }
 

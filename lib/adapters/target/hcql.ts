@@ -7,9 +7,10 @@
  * each (the provider reports the affected rows). Every request is one transaction at the
  * provider; a batch is not atomic with the engine's tracker (as with the OData target).
  */
-import { BaseTargetAdapter, uniqueByKey } from './base.js'
-import { ORIGIN_COLUMN, sameRow } from './db.js'
-import { and, fromSlice, toCqn, type Predicate } from '../predicate.js'
+import { BaseTargetAdapter, ownedRows, uniqueByKey } from './base.js'
+import { sameRow } from './db.js'
+import { previewPage } from '../preview.js'
+import { and, toCqn, type Predicate } from '../predicate.js'
 import { useHcqlService } from '../source/hcql.js'
 import { withRetry } from '../../engine/retry.js'
 import { PipelineError } from '../../engine/errors.js'
@@ -94,18 +95,16 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
     return new Map(found.map(row => [this.keyOf(row), row]))
   }
 
-  async truncate(context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    return this.deleteWhere(origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin }, context)
+  async truncate(_context: WriteContext): Promise<number> {
+    return this.deleteWhere(ownedRows(this.pipeline))
   }
 
-  async deleteSlice(predicate: SlicePredicate, context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    return this.deleteWhere(and(fromSlice(predicate), origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin }), context)
+  async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
+    return this.deleteWhere(ownedRows(this.pipeline, predicate))
   }
 
   /** One CQN DELETE at the provider; it answers with the number of affected rows. */
-  private async deleteWhere(filter: Predicate | undefined, _context: WriteContext): Promise<number> {
+  private async deleteWhere(filter: Predicate | undefined): Promise<number> {
     const query = ql.DELETE.from(this.entity!.name)
     if (filter) query.where(toCqn(filter))
     const result = await this.retried(() => this.service!.run(query))
@@ -114,10 +113,6 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
   }
 
   override async preview(request: PreviewRequest): Promise<PreviewResult> {
-    const query = ql.SELECT.from(this.entity!.name).orderBy(...this.keys).limit(request.top + 1, request.skip)
-    if (request.columns.length) query.columns(...request.columns)
-    if (request.filter) query.where(toCqn(request.filter))
-    const rows = (await this.service!.run(query)) as DataRecord[]
-    return { rows: rows.slice(0, request.top), hasMore: rows.length > request.top, limitedSupport: false }
+    return previewPage(this.service!, this.entity!.name, this.keys, request)
   }
 }

@@ -4,14 +4,13 @@
  * POSTed, in one `$batch` change set where the remote supports it — so re-runs never
  * duplicate. Truncate and slices page the keys and delete row by row.
  */
-import { BaseTargetAdapter, uniqueByKey } from './base.js'
+import { BaseTargetAdapter, ownedRows, uniqueByKey } from './base.js'
 import { ODataClient, type ChangeRequest } from '../odata-client.js'
-import { and, fromSlice, type Predicate } from '../predicate.js'
+import { and, type Predicate } from '../predicate.js'
 import { withRetry } from '../../engine/retry.js'
 import { PipelineError } from '../../engine/errors.js'
 import { dataElementNames, type CsnEntity } from '../../model/csn.js'
 import { requiredKind } from '../kinds.js'
-import { ORIGIN_COLUMN } from './db.js'
 import type { DataRecord, SlicePredicate } from '../../engine/config.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
@@ -77,18 +76,16 @@ export class ODataTargetAdapter extends BaseTargetAdapter {
     return new Set(found.map(row => JSON.stringify(keys.map(k => row[k] ?? null))))
   }
 
-  async truncate(context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    return this.deleteWhere(origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin }, context)
+  async truncate(_context: WriteContext): Promise<number> {
+    return this.deleteWhere(ownedRows(this.pipeline))
   }
 
-  async deleteSlice(predicate: SlicePredicate, context: WriteContext): Promise<number> {
-    const origin = this.pipeline.config.source.origin
-    return this.deleteWhere(and(fromSlice(predicate), origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin }), context)
+  async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
+    return this.deleteWhere(ownedRows(this.pipeline, predicate))
   }
 
   /** Pages the matching keys and deletes row by row (OData has no bulk delete). */
-  private async deleteWhere(filter: Predicate | undefined, _context: WriteContext): Promise<number> {
+  private async deleteWhere(filter: Predicate | undefined): Promise<number> {
     const client = this.client!
     const keys = client.keys()
     let deleted = 0
