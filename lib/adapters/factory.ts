@@ -28,8 +28,9 @@ export { requiredKind }
  * `cds watch` does (mocks) for an imported API without credentials: it is read with CQN then.
  */
 function servedInProcess(service: string | undefined): boolean {
+  // while CAP connects a service, cds.services holds the pending promise, not a service
   const served = service ? (cds.services as Record<string, object | undefined>)[service] : undefined
-  return !!served && !(served instanceof cds.RemoteService)
+  return served instanceof cds.Service && !(served instanceof cds.RemoteService)
 }
 
 export function sourceKindOf(pipeline: ResolvedPipeline): SourceKind {

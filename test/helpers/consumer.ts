@@ -61,3 +61,12 @@ export const ql = {
   get UPDATE() { return (cds as any).ql.UPDATE },
   get DELETE() { return (cds as any).ql.DELETE },
 }
+
+/** Rows of an entity in the app's database. */
+export const rowCount = async (entity: string): Promise<number> => ((await ql.SELECT.one.from(entity).columns('count(1) as n')) as { n: number }).n
+
+/** `table` or `view` (or undefined) for a name in the app's SQLite database. */
+export async function sqliteType(name: string): Promise<string | undefined> {
+  const db = (cds as unknown as { db: { run(query: string, values: unknown[]): Promise<Array<{ type: string }>> } }).db
+  return (await db.run('SELECT type FROM sqlite_master WHERE name = ?', [name]))[0]?.type
+}

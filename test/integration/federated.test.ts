@@ -12,7 +12,7 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
-import { ql } from '../helpers/consumer'
+import { ql, rowCount, sqliteType } from '../helpers/consumer'
 import { waitFor } from '../helpers/wait'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -42,10 +42,7 @@ afterAll(async () => {
   await provider?.stop()
 })
 
-const db = () => (cds as unknown as { db: { run(query: unknown): Promise<any> } }).db
-const count = async (entity: string) => ((await ql.SELECT.one.from(entity).columns('count(1) as n')) as { n: number }).n
-const sqliteType = async (table: string) =>
-  ((await db().run(`SELECT type FROM sqlite_master WHERE name = '${table}'`)) as Array<{ type: string }>)[0]?.type
+
 
 test('@federated on a projection of the imported API makes it a table; views on it stay views; the @federation.delegate one has no storage', async () => {
   expect(await sqliteType('sap_capire_catalog_Books')).toBe('table')
@@ -67,14 +64,14 @@ test('one pipeline, named after the entity, with the defaults: delta on modified
   const tracker = await ql.SELECT.one.from('plugin.data_pipeline.Pipelines').where({ name: BOOKS })
   expect(tracker).toMatchObject({ mode: 'delta', schedule: 'every 10 min (spawn)' })
   // the preload ran by itself at startup
-  await waitFor(async () => (await count(BOOKS)) === SEEDED, 'the preload to fill the replica')
+  await waitFor(async () => (await rowCount(BOOKS)) === SEEDED, 'the preload to fill the replica')
   const runs = await ql.SELECT.from('plugin.data_pipeline.PipelineRuns').where({ pipeline_name: BOOKS })
   expect(runs).toHaveLength(1)
   expect(runs[0]).toMatchObject({ trigger: 'scheduled', mode: 'delta', statistics_created: SEEDED })
 })
 
 test('local data joins the replica locally: an expand to the federated entity costs the provider nothing', async () => {
-  await waitFor(async () => (await count(BOOKS)) === SEEDED, 'the preload')
+  await waitFor(async () => (await rowCount(BOOKS)) === SEEDED, 'the preload')
   await ql.INSERT.into('sap.capire.travels.Trips').entries([{ ID: 1, name: 'Reading week', book_ID: 7 }, { ID: 2, name: 'Library tour', book_ID: 12 }])
   const before = (await provider.control.stats()).requests
   const { status, data } = await app.GET('/odata/v4/travel/Trips?$expand=book($select=title)&$orderby=ID')
@@ -84,13 +81,13 @@ test('local data joins the replica locally: an expand to the federated entity co
 })
 
 test('a change at the source arrives with the next delta run; nothing is lost or duplicated', async () => {
-  await waitFor(async () => (await count(BOOKS)) === SEEDED, 'the preload')
+  await waitFor(async () => (await rowCount(BOOKS)) === SEEDED, 'the preload')
   await provider.control.touch({ from: 3, count: 2, modifiedAt: T1, title: 'Revised' })
   await provider.control.seed({ from: SEEDED + 1, count: 2, modifiedAt: T1 })
   const { done } = await engine.execute(BOOKS)
   const outcome = await done
   expect(outcome.statistics).toMatchObject({ created: 2, updated: 2 })
-  expect(await count(BOOKS)).toBe(SEEDED + 2)
+  expect(await rowCount(BOOKS)).toBe(SEEDED + 2)
   const revised = await ql.SELECT.from(BOOKS).where({ title: 'Revised' }).orderBy('ID')
   expect(revised.map((b: { ID: number }) => b.ID)).toEqual([3, 4])
 })

@@ -14,7 +14,7 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
-import { ql } from '../helpers/consumer'
+import { ql, rowCount, sqliteType } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
 import { waitFor } from '../helpers/wait'
 
@@ -58,11 +58,9 @@ afterAll(async () => {
 })
 
 const db = () => (cds as unknown as { db: { run(query: unknown): Promise<any> } }).db
-const count = async (entity: string) => ((await ql.SELECT.one.from(entity).columns('count(1) as n')) as { n: number }).n
+const count = rowCount
 const runsOf = (name: string): Promise<RunRow[]> =>
   ql.SELECT.from('plugin.data_pipeline.PipelineRuns').where({ pipeline_name: name }).orderBy('startTime')
-const sqliteType = async (table: string) =>
-  ((await db().run(`SELECT type FROM sqlite_master WHERE name = '${table}'`)) as Array<{ type: string }>)[0]?.type
 /** The fixture model as loaded from its sources, without emitting `loaded` (so no hook ran). */
 const loadPlain = (flavor?: string) => cds.load(SOURCES, { silent: true, ...(flavor ? { flavor } : {}) } as never) as unknown as Promise<Csn>
 

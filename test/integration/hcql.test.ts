@@ -13,7 +13,7 @@ import http from 'node:http'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
-import { ql } from '../helpers/consumer'
+import { ql, rowCount } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
 
 type Cqn = Record<string, any>
@@ -79,7 +79,7 @@ async function run(name: string, options: Record<string, unknown> = {}) {
   return done
 }
 const selects = (bodies: Cqn[]) => bodies.filter(b => b.SELECT).map(b => b.SELECT)
-const count = async (entity: string) => ((await ql.SELECT.one.from(entity).columns('count(1) as n')) as { n: number }).n
+
 const T0 = '2026-01-01T00:00:00.000Z'
 const T1 = '2026-02-01T10:20:30.000Z'
 
@@ -109,7 +109,7 @@ describe('HCQL source', () => {
     await engine.addPipeline({ name: 'hcql-paged', source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
     const outcome = await run('hcql-paged')
     expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 25 } })
-    expect(await count('hcql.BooksPaged')).toBe(25)
+    expect(await rowCount('hcql.BooksPaged')).toBe(25)
     const reads = selects(proxy.take())
     // 25 rows in pages of 10: three requests, the count of the first ends the read (no empty page)
     expect(reads).toHaveLength(3)
@@ -132,7 +132,7 @@ describe('HCQL source', () => {
       await engine.addPipeline({ name: 'hcql-capped', source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
       const outcome = await run('hcql-capped')
       expect(outcome).toMatchObject({ status: 'completed' })
-      expect(await count('hcql.BooksPaged')).toBe(23)
+      expect(await rowCount('hcql.BooksPaged')).toBe(23)
       expect(selects(proxy.take())).toHaveLength(5) // 5+5+5+5+3
     } finally {
       await provider.control.pageLimit(0)
@@ -151,7 +151,7 @@ describe('HCQL source', () => {
     await provider.control.touch({ from: 3, modifiedAt: T1, title: 'Changed' })
     const second = await run('hcql-ties')
     expect(second).toMatchObject({ status: 'completed', statistics: { created: 5, updated: 1, deleted: 0 } })
-    expect(await count('hcql.BooksTies')).toBe(25)
+    expect(await rowCount('hcql.BooksTies')).toBe(25)
     expect(await ql.SELECT.one.from('hcql.BooksTies').where({ ID: 3 })).toMatchObject({ title: 'Changed', modifiedAt: T1 })
     expect((await engine.status('hcql-ties')).lastSync).toBe(T1)
     const [first] = selects(proxy.take())

@@ -10,7 +10,7 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES } from '../helpers/apps'
-import { ql } from '../helpers/consumer'
+import { ql, rowCount } from '../helpers/consumer'
 import { waitFor } from '../helpers/wait'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -22,7 +22,7 @@ let engine: DataPipelineService
 beforeAll(async () => {
   engine = (await cds.connect.to('data-pipeline')) as unknown as DataPipelineService
 })
-const count = async (entity: string) => ((await ql.SELECT.one.from(entity).columns('count(1) as n')) as { n: number }).n
+
 
 test('the imported API is mocked in-process, not a remote service', () => {
   const provider = (cds.services as Record<string, object>).Provider
@@ -31,12 +31,12 @@ test('the imported API is mocked in-process, not a remote service', () => {
 })
 
 test('the replica fills from the mock (preload, then a run), with the pipeline of the real setup', async () => {
-  await waitFor(async () => (await count(BOOKS)) === 2, 'the preload to copy the mock rows')
+  await waitFor(async () => (await rowCount(BOOKS)) === 2, 'the preload to copy the mock rows')
   const rows = await ql.SELECT.from(BOOKS).orderBy('ID')
   expect(rows.map((b: { title: string }) => b.title)).toEqual(['Mocked one', 'Mocked two'])
   const { done } = await engine.execute(BOOKS, { mode: 'full' })
   expect((await done).status).toBe('completed')
-  expect(await count(BOOKS)).toBe(2)
+  expect(await rowCount(BOOKS)).toBe(2)
   const { data } = await app.GET('/odata/v4/travel/Books?$orderby=ID')
   expect(data.value.map((b: { ID: number }) => b.ID)).toEqual([1, 2])
 })
