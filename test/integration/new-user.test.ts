@@ -248,6 +248,8 @@ describe('a new user: cds init → cds import → npm add → annotate → cds d
     write(file('srv/consumer-service.cds'), CONSUMER_CDS)
     write(file('db/schema.cds'), SCHEMA_CDS)
     write(file('server.js'), SERVER_JS)
+    // README "Production": cds build reads the model from the project's files, so the management API is named in one
+    write(file('srv/pipeline-api.cds'), "using from 'cap-data-pipeline/srv/management';\n")
     const pkg = readJson(file('package.json'))
     pkg.cds.requires['data-pipeline'] = { management: { reuse: { api: true, console: true } } }
     writeJson(file('package.json'), pkg)
@@ -281,12 +283,8 @@ describe('a new user: cds init → cds import → npm add → annotate → cds d
     })
   })
 
-  // Known gap (lib/mounting.ts, not this test's): management.reuse.api adds its model to cds.env.roots,
-  // which cds-dk's build drops (only existing paths of the project count), so `cds build --for hana`
-  // has no DataPipelineManagementService views (and no tracker tables without `using from
-  // 'cap-data-pipeline/db'`). Setting cds.requires['data-pipeline'].model instead includes them.
-  // `test.fails` passes while the gap exists: when this starts failing, drop `.fails`.
-  test.fails('known gap: cds build --for hana carries the management API\'s views (management.reuse.api)', () => {
+  // management.reuse.api adds the model at runtime only (cds serve, cds deploy); cds build re-reads the project's configuration
+  test('cds build --for hana carries the management API\'s views (the README\'s production step)', () => {
     expect(readdirSync(file('gen/db/src/gen'))).toEqual(expect.arrayContaining(['DataPipelineManagementService.Pipelines.hdbview', 'DataPipelineManagementService.PipelineRuns.hdbview']))
   })
 
