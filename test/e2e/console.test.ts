@@ -1,7 +1,7 @@
 /**
- * The pipeline console in real headless Chromium (Debian's /usr/bin/chromium through
- * playwright-core) against the demo apps: demo/provider, and demo/consumer with
- * `management.reuse: { api, console }` serving the built console at /pipeline-console/.
+ * The pipeline console in real headless Chromium (the one in @sparticuz/chromium, or CHROMIUM_PATH,
+ * through playwright-core: test/helpers/browser.ts) against the demo apps: demo/provider, and
+ * demo/consumer with `management.reuse: { api, console }` serving the built console at /pipeline-console/.
  * Between them a real HTTP proxy slows the provider's Orders responses down, so a paged run of
  * `orders` lasts long enough to watch the console poll every 3 s and show progress while it runs.
  * Screenshots of each column go to test-results/.
@@ -10,11 +10,10 @@ import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import { startApp, ROOT, type RunningApp } from '../helpers/apps'
+import { launchBrowser } from '../helpers/browser'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 const RESULTS = path.join(ROOT, 'test-results')
 /** Each provider Orders request waits this long, so a paged delta run of `orders` takes ~10 s. */
 const ORDERS_DELAY = 2500
@@ -96,6 +95,7 @@ async function screenshot(selector: string, file: string): Promise<void> {
 beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
+  browser = await launchBrowser() // first: a browser that does not start fails the file at once
   provider = await startApp(path.join(ROOT, 'demo/provider'), { env: PROVIDER_ENV, timeout: 60_000 })
   const proxied = await startProxy(provider.url)
   consumer = await startApp(path.join(ROOT, 'demo/consumer'), {
@@ -108,7 +108,6 @@ beforeAll(async () => {
     const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync')
     return data.value.length === 3 && data.value.every((p: { status: string; lastSync: string | null; name: string }) => p.status !== 'running' && (p.lastSync || p.name === 'revenue-by-country'))
   }, 'the initial demo runs', 60_000)
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS })
   context = await browser.newContext({ viewport: { width: 1680, height: 1050 } })
   page = await context.newPage()
   page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))

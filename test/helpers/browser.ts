@@ -1,0 +1,109 @@
+/**
+ * Headless Chromium for the browser tests, from npm: the binary inside `@sparticuz/chromium`,
+ * driven by playwright-core. Nothing to install by hand; `CHROMIUM_PATH` uses a browser of your own.
+ *
+ * @sparticuz/chromium unpacks its brotli'd files straight into os.tmpdir() (/tmp/chromium,
+ * /tmp/fonts, …) and reuses whatever it finds there: not safe when two processes unpack at once
+ * (or one was killed half-way), and an upgraded package would go on using the old binary. So it
+ * unpacks here in a child process with its own TMPDIR, into a staging directory that is renamed
+ * into place (atomically) once complete: <tmpdir>/cap-data-pipeline-chromium-<version>-<uid>.
+ */
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
+import { chromium, type Browser, type LaunchOptions } from 'playwright-core'
+
+const require = createRequire(import.meta.url)
+
+/** The machine may have no internet: no background connections of the browser's own. */
+const QUIET = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+/** For a browser of your own (CHROMIUM_PATH), as before. */
+const OWN_ARGS = ['--no-sandbox', '--disable-gpu']
+const READY = '.complete'
+
+export interface BrowserSetup {
+  executablePath: string
+  args: string[]
+  env?: Record<string, string>
+}
+
+/** Where the browser comes from and how it is started (unpacks the bundled one on first use). */
+export async function browserSetup(): Promise<BrowserSetup> {
+  const own = process.env.CHROMIUM_PATH
+  if (own) return { executablePath: own, args: [...OWN_ARGS, ...QUIET] }
+  const { default: bundled } = await import('@sparticuz/chromium')
+  const dir = await unpack()
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value
+  // only the fonts it ships (fonts.conf written by unpack()): the same rendering on every machine
+  env.FONTCONFIG_FILE = path.join(dir, 'fonts.conf')
+  const al2023 = path.join(dir, 'al2023', 'lib') // unpacked on AWS Lambda/CodeBuild-like hosts only
+  if (fs.existsSync(al2023)) env.LD_LIBRARY_PATH = [al2023, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':')
+  return {
+    executablePath: path.join(dir, 'chromium'),
+    // Chromium honours only the last --disable-features/--enable-features switch: @sparticuz's would
+    // replace Playwright's own lists (which also keep the browser off the network at start-up).
+    // What @sparticuz's lists turn off (site isolation, out-of-process audio) --single-process and
+    // --disable-site-isolation-trials already do.
+    args: [...bundled.args.filter(arg => !/^--(disable|enable)-features=/.test(arg)), ...QUIET],
+    env,
+  }
+}
+
+/** Launches headless Chromium (bundled, or CHROMIUM_PATH). */
+export async function launchBrowser(options: LaunchOptions = {}): Promise<Browser> {
+  const setup = await browserSetup()
+  try {
+    return await chromium.launch({ headless: true, executablePath: setup.executablePath, env: setup.env, ...options, args: [...setup.args, ...options.args ?? []] })
+  } catch (error) {
+    const hint = process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : `the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)`
+    throw new Error(`headless Chromium did not start (${hint}): ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Unpacks the @sparticuz/chromium files once per version and user; returns their directory. */
+async function unpack(): Promise<string> {
+  const entry = require.resolve('@sparticuz/chromium')
+  const { version } = JSON.parse(fs.readFileSync(path.join(path.dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }
+  const dir = path.join(os.tmpdir(), `cap-data-pipeline-chromium-${version}-${process.getuid?.() ?? 0}`)
+  const complete = () => fs.existsSync(path.join(dir, READY)) && fs.existsSync(path.join(dir, 'chromium'))
+  if (complete()) return dir
+  // (only a complete copy is ever renamed into place: one without its files lost them to a tmp
+  // cleaner) move it aside, and leftovers of unpacking processes that were killed an hour ago or more
+  const parent = path.dirname(dir)
+  const leftovers = fs.readdirSync(parent).map(name => path.join(parent, name)).filter(file => file.startsWith(`${dir}.unpacking-`) && Date.now() - fs.statSync(file).mtimeMs > 3_600_000)
+  if (fs.existsSync(dir)) {
+    const stale = `${dir}.unpacking-stale-${process.pid}`
+    await fs.promises.rename(dir, stale).catch(() => undefined)
+    leftovers.push(stale)
+  }
+  for (const leftover of leftovers) await fs.promises.rm(leftover, { recursive: true, force: true })
+  const staging = await fs.promises.mkdtemp(`${dir}.unpacking-`)
+  try {
+    const script = `const { default: c } = await import(${JSON.stringify(pathToFileURL(entry).href)}); await c.executablePath()`
+    await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, TMPDIR: staging }, timeout: 120_000 })
+    fs.writeFileSync(path.join(staging, 'fonts.conf'), [
+      '<?xml version="1.0"?>',
+      '<!DOCTYPE fontconfig SYSTEM "fonts.dtd">',
+      '<fontconfig>',
+      `  <dir>${path.join(dir, 'fonts', 'fonts')}</dir>`,
+      `  <cachedir>${path.join(dir, 'fonts-cache')}</cachedir>`,
+      '</fontconfig>',
+      '',
+    ].join('\n'))
+    fs.writeFileSync(path.join(staging, READY), `${version}\n`)
+    try {
+      await fs.promises.rename(staging, dir)
+    } catch (error) {
+      // another process was quicker: use its copy
+      if (!complete()) throw error
+    }
+  } finally {
+    await fs.promises.rm(staging, { recursive: true, force: true })
+  }
+  return dir
+}
