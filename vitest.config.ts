@@ -10,7 +10,7 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], fileParallelism: true, maxWorkers: 2 } },
-      // the console in headless Chromium against the demo apps (needs `npm run build` and /usr/bin/chromium)
+      // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`)
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 120_000, hookTimeout: 180_000 } },
     ],
   },
