@@ -12,6 +12,7 @@ export const LOGGER = {
   odata: 'data-pipeline|odata',
   rest: 'data-pipeline|rest',
   cqn: 'data-pipeline|cqn',
+  hcql: 'data-pipeline|hcql',
   db: 'data-pipeline|db',
   schedule: 'data-pipeline|schedule',
   federation: 'federation',

@@ -22,7 +22,7 @@ import { ql, type QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
 import type { DataRecord } from '../../engine/config.js'
 
-const LOG = cds.log(LOGGER.cqn)
+const LOG = cds.log(LOGGER.hcql)
 
 interface HcqlRemote extends QueryRunner {
   kind?: string
