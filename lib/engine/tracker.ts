@@ -103,8 +103,22 @@ export class Tracker {
     return this.tx(async tx => (await tx.run(ql.SELECT.from(PIPELINES_ENTITY))) as PipelineRow[])
   }
 
-  /** Inserts or refreshes the registration; state, watermarks and overrides are kept. */
+  /**
+   * Inserts or refreshes the registration; state, watermarks and overrides are kept.
+   * Several instances starting together on one database (PostgreSQL) register the same new
+   * pipeline at once: all see no row, one INSERT wins, the others fail on the primary key. The
+   * row exists then, and the second attempt refreshes it like any restart does.
+   */
   async register(row: RegistrationRow, enabledDefault: boolean): Promise<PipelineRow> {
+    try {
+      return await this.registerOnce(row, enabledDefault)
+    } catch (error) {
+      if (!(await this.read(row.name).catch(() => undefined))) throw error
+      return this.registerOnce(row, enabledDefault)
+    }
+  }
+
+  private registerOnce(row: RegistrationRow, enabledDefault: boolean): Promise<PipelineRow> {
     return this.tx(async tx => {
       const existing = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name: row.name }))) as PipelineRow | undefined
       if (existing) {
@@ -126,10 +140,15 @@ export class Tracker {
    * A `running` row whose lease expired belongs to a dead holder: it is taken over and the dead
    * run is closed as failed. With `run`, its history row is inserted in the same transaction.
    * Returns the tracker row as the new holder sees it, or throws PIPELINE_RUNNING.
+   *
+   * Several instances on one database (PostgreSQL, READ COMMITTED): the row is read with
+   * SELECT … FOR UPDATE, so the state the guard decides on (the dead run to close, the watermark
+   * the run starts from) is the current one, not a snapshot another instance's run has moved on
+   * from meanwhile. SQLite has a single writer and no FOR UPDATE; CAP leaves the clause out there.
    */
-  async acquire(name: string, runId: string, leaseDuration: number, run?: RunStart): Promise<{ row: PipelineRow; staleRun: string | null }> {
+  async acquire(name: string, runId: string, leaseDuration: number, run?: RunStart): Promise<{ row: PipelineRow; staleRun: string | null; startTime: string | null }> {
     return this.tx(async tx => {
-      const before = (await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow | undefined
+      const before = (await tx.run(forUpdate(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name })))) as PipelineRow | undefined
       if (!before) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered in the tracker`, { target: 'name' })
       const now = new Date()
       const free: Predicate = {
@@ -145,12 +164,15 @@ export class Tracker {
       if (Number(affected) !== 1) throw new PipelineError('PIPELINE_RUNNING', `Pipeline '${name}' is already running; the trigger was rejected`)
       const staleRun = before.status === 'running' && before.currentRun ? before.currentRun : null
       if (staleRun) await this.closeStaleRun(tx, name, staleRun)
+      // the run starts once it holds the guard: taken after the UPDATE (which waits for a
+      // previous holder's commit on PostgreSQL), so run windows in PipelineRuns never overlap
+      const startTime = run ? new Date(Math.max(Date.now(), Date.parse(run.startTime))).toISOString() : null
       if (run) await tx.run(ql.INSERT.into(RUNS_ENTITY).entries([{
-        ID: runId, pipeline_name: name, status: 'running', trigger: run.trigger, mode: run.mode, startTime: run.startTime,
+        ID: runId, pipeline_name: name, status: 'running', trigger: run.trigger, mode: run.mode, startTime,
         statistics_created: 0, statistics_updated: 0, statistics_deleted: 0,
       }]))
       const row = staleRun ? ((await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow) : { ...before, ...lease }
-      return { row, staleRun }
+      return { row, staleRun, startTime }
     })
   }
 
@@ -246,6 +268,11 @@ export function assertConnectionAvailable(operation: string): void {
 }
 
 const BUSY_ATTEMPTS = 8
+
+/** CAP's pessimistic lock on a SELECT (FOR UPDATE where the database has it). */
+function forUpdate(query: unknown): unknown {
+  return (query as { forUpdate(): unknown }).forUpdate()
+}
 
 function isBusy(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown }

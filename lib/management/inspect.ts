@@ -125,12 +125,16 @@ function auditSensitiveRead(entity: CsnEntity, columns: string[], rows: DataReco
   const sensitive = columns.filter(name => entity.elements[name]?.[SENSITIVE_ANNOTATION])
   if (!sensitive.length || !rows.length || !(cds.env.requires as Record<string, unknown>)['audit-log']) return
   const keys = keyNames(entity)
-  void (async () => {
+  // In a root transaction of its own, one event after the other: CAP queues the events in
+  // cds.outbox.Messages inside the current transaction, and the preview's request transaction has
+  // committed by the time these writes run (on PostgreSQL the writes were then lost).
+  const root = cds as unknown as { tx<T>(fn: () => Promise<T>): Promise<T> }
+  void root.tx(async () => {
     const audit = (await cds.connect.to('audit-log')) as unknown as { log(event: string, data: object): Promise<unknown> }
-    await Promise.all(rows.map(row => audit.log('SensitiveDataRead', {
+    for (const row of rows) await audit.log('SensitiveDataRead', {
       data_subject: { type: entity.name, id: Object.fromEntries(keys.map(k => [k, row[k] ?? null])) },
       object: { type: entity.name, id: Object.fromEntries(keys.map(k => [k, row[k] ?? null])) },
       attributes: sensitive.map(name => ({ name })),
-    })))
-  })().catch(error => LOG.warn(`data inspector: audit logging failed (preview not blocked): ${(error as Error).message}`))
+    })
+  }).catch(error => LOG.warn(`data inspector: audit logging failed (preview not blocked): ${(error as Error).message}`))
 }

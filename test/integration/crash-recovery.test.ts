@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { deployTo, postgresEnv, suiteDatabase } from '../helpers/postgres'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'crash-consumer')
@@ -88,8 +89,11 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
   /** State committed by the killed instance, read after restart before any trigger. */
   const committed = {} as Record<Pipeline, { rows: number; checkpoint: { runId: string; lastSync: string | null; lastKey: string | null } }>
 
+  /** In the `postgres` project: the database of this file (test/helpers/postgres-setup.ts) instead of the SQLite file. */
+  const postgres = suiteDatabase()
+
   beforeAll(async () => {
-    const deploy = promisify(execFile)(process.execPath, [require.resolve('@sap/cds-dk/bin/cds.js'), 'deploy', '--to', `sqlite:${database}`], {
+    const deploy = postgres ? deployTo(APP, postgres) : promisify(execFile)(process.execPath, [require.resolve('@sap/cds-dk/bin/cds.js'), 'deploy', '--to', `sqlite:${database}`], {
       cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
     })
     deploy.catch(() => undefined) // awaited below; avoids an unhandled rejection while the provider starts
@@ -99,7 +103,7 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
       provider.control.seed({ from: 1 + i * BATCH, count: BATCH, modifiedAt: new Date(BASE_TIME + i * 1000).toISOString() })))
     await provider.control.faults({ delay: 100 }) // every provider request takes ≥ 100 ms: a run lasts several seconds
     await deploy
-    env = { cds_requires_db_credentials_url: database, cds_requires_Provider_credentials_url: `${provider.url}/odata/v4/catalog` }
+    env = { ...(postgres ? postgresEnv(postgres) : { cds_requires_db_credentials_url: database }), cds_requires_Provider_credentials_url: `${provider.url}/odata/v4/catalog` }
   })
 
   afterAll(async () => {

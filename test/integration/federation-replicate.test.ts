@@ -14,7 +14,8 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
-import { ql, rowCount, sqliteType } from '../helpers/consumer'
+import { ql, rowCount } from '../helpers/consumer'
+import { columnNames, dbName, relationType } from '../helpers/postgres'
 import type DataPipelineService from '../../srv/data-pipeline'
 import { waitFor } from '../helpers/wait'
 
@@ -57,7 +58,6 @@ afterAll(async () => {
   await provider?.stop()
 })
 
-const db = () => (cds as unknown as { db: { run(query: unknown): Promise<any> } }).db
 const count = rowCount
 const runsOf = (name: string): Promise<RunRow[]> =>
   ql.SELECT.from('plugin.data_pipeline.PipelineRuns').where({ pipeline_name: name }).orderBy('startTime')
@@ -71,13 +71,13 @@ async function run(name: string, mode?: 'full' | 'delta') {
 
 describe('model hook', () => {
   test('a replicated projection becomes a table with its renames and its column restriction; derived projections stay views', async () => {
-    const columns = ((await db().run(`PRAGMA table_info('federation_Books')`)) as Array<{ name: string }>).map(c => c.name)
-    expect(columns).toEqual(['ID', 'name', 'writer', 'changedAt'])
-    expect(await sqliteType('federation_Books')).toBe('table')
-    expect(await sqliteType('federation_Catalog')).toBe('table')
-    expect(await sqliteType('FederationService_Books')).toBe('view')
-    expect(await sqliteType('FederationService_Stock')).toBe('view')
-    expect(await sqliteType('federation_Notes')).toBe('table')
+    // SQLite or PostgreSQL (the `postgres` project), as deployed by CAP
+    expect(await columnNames('federation_Books')).toEqual(['ID', 'name', 'writer', 'changedAt'].map(dbName))
+    expect(await relationType('federation_Books')).toBe('table')
+    expect(await relationType('federation_Catalog')).toBe('table')
+    expect(await relationType('FederationService_Books')).toBe('view')
+    expect(await relationType('FederationService_Stock')).toBe('view')
+    expect(await relationType('federation_Notes')).toBe('table')
 
     const defs = (cds.model as unknown as Csn).definitions
     expect(defs['federation.Books']['@cds.persistence.table']).toBe(true)
