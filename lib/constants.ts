@@ -39,6 +39,23 @@ export const DELTA_MODES = ['timestamp', 'key', 'datetime-fields'] as const
 export type DeltaMode = (typeof DELTA_MODES)[number]
 export const SCHEDULE_ENGINES = ['spawn', 'queued'] as const
 export type ScheduleEngine = (typeof SCHEDULE_ENGINES)[number]
+/**
+ * The `queued` schedule engine on CAP's persistent task queue (`cds.outbox.Messages`): task
+ * names, the events the engine service handles for it, and where the queue's model comes from.
+ */
+export const QUEUE = {
+  /** Task name prefix: `data-pipeline/<pipeline>` (`data-pipeline/<tenant>/<pipeline>` per tenant). */
+  taskPrefix: 'data-pipeline/',
+  /** Event of a scheduled tick, handled by the engine service. */
+  tickEvent: 'PIPELINE.TICK',
+  /** Event of a one-off run enqueued by `execute(name, { async: true, engine: 'queued' })`. */
+  runEvent: 'PIPELINE.ENQUEUED_RUN',
+  entity: 'cds.outbox.Messages',
+  table: 'cds_outbox_Messages',
+  model: '@sap/cds/srv/outbox',
+  /** First `@sap/cds` major whose queued schedules change live (SPEC "Versioning"). */
+  liveChangeMajor: 10,
+} as const
 export const TRANSACTION_SCOPES = ['batch', 'run'] as const
 export type TransactionScope = (typeof TRANSACTION_SCOPES)[number]
 

@@ -7,8 +7,11 @@
  * (or calls through `next()`).
  */
 import cds from '@sap/cds'
-import { EVENTS, LOGGER, SERVICE_NAME } from '../lib/constants.js'
-import { PipelineRegistry, type ExecuteOptions, type ExecuteResult } from '../lib/engine/registry.js'
+import { EVENTS, LOGGER, QUEUE, SERVICE_NAME } from '../lib/constants.js'
+import {
+  PipelineRegistry, type EnqueuedRun, type ExecuteOptions, type ExecuteResult, type InProcessExecuteOptions, type QueuedExecuteOptions, type StartedRun,
+} from '../lib/engine/registry.js'
+import type { QueueHost, QueuedRunMessage, ScheduleInput, TickMessage } from '../lib/engine/schedule.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/engine/config.js'
@@ -46,7 +49,7 @@ const LOG = cds.log(LOGGER.engine)
 const BUILT_IN = new WeakSet<Handler>()
 
 export default class DataPipelineService extends cds.Service {
-  readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings())
+  readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
   private settings(): { schedules?: boolean } {
     const options = (this as unknown as { options?: { schedules?: boolean } }).options
@@ -73,7 +76,10 @@ export default class DataPipelineService extends cds.Service {
       const context: WriteContext = { runId: String(req.data.runId), mode: (req.data.mode as WriteContext['mode']) ?? 'delta', batchIndex: Number(req.data.batchIndex) }
       req.data.statistics = await (prepared.target as BaseTargetAdapter).writeBatch(req.data.targetRecords as DataRecord[], context)
     })
-    whenServing(() => this.registry.activateSchedules())
+    // queued schedules: ticks and one-off runs delivered by CAP's persistent task queue
+    builtIn(QUEUE.tickEvent, async req => { await this.registry.queuedTick(req.data as unknown as TickMessage) })
+    builtIn(QUEUE.runEvent, async req => { await this.registry.queuedRun(req.data as unknown as QueuedRunMessage) })
+    whenServing(() => { void this.registry.activateSchedules() })
     cds.once('shutdown', () => this.registry.stopSchedules())
     return super.init()
   }
@@ -98,16 +104,43 @@ export default class DataPipelineService extends cds.Service {
     return this.registry.add(config)
   }
 
-  /** Starts a run: `{ runId, name, done }`; `done` is settled already unless `async: true`. */
+  /**
+   * Starts a run: `{ runId, name, done }`; `done` is settled already unless `async: true`. With
+   * `{ async: true, engine: 'queued' }` one run is enqueued on CAP's task queue and only
+   * `{ name }` is returned (the run's outcome lands in PipelineRuns).
+   */
+  execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun>
+  execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun>
+  execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult> {
     return this.registry.execute(name, options)
+  }
+
+  /** Sets the pipeline's schedule (an override, persisted); see SPEC "Schedule rules". */
+  async setSchedule(name: string, schedule: ScheduleInput): Promise<PipelineRow> {
+    await this.registry.setSchedule(name, schedule)
+    return (await this.registry.tracker.read(name))!
+  }
+
+  /** Stops the pipeline's schedule and records `schedule: null` as an override. */
+  async clearSchedule(name: string): Promise<PipelineRow> {
+    await this.registry.clearSchedule(name)
+    return (await this.registry.tracker.read(name))!
+  }
+
+  /** Whether schedule changes of this pipeline take effect live (spawn: always; queued: `@sap/cds` ≥ 10). */
+  isScheduleLiveChangeSupported(name: string): boolean {
+    return this.registry.isScheduleLiveChangeSupported(name)
   }
 
   /**
    * `run('<pipeline>')` runs with the pipeline's default mode and resolves with the outcome;
    * any other argument is CAP's own `srv.run(query | fn)`.
    */
-  override run = (...args: unknown[]): Promise<unknown> => {
+  // a function, not an arrow: CAP calls `run` on derivatives of this service (`cds.queued(srv)`,
+  // transactions), and dispatching must stay on that receiver (else `srv.schedule()` would
+  // bypass the queue and run the handler at once)
+  override run = function (this: DataPipelineService, ...args: unknown[]): Promise<unknown> {
     if (typeof args[0] === 'string' && this.registry.has(args[0]) && args.length === 1)
       return this.registry.execute(args[0]).then(({ done }): Promise<RunOutcome> => done)
     return (cds.Service.prototype as unknown as { run: (...a: unknown[]) => Promise<unknown> }).run.apply(this, args)
@@ -146,7 +179,7 @@ export default class DataPipelineService extends cds.Service {
     source.on(event, async () => {
       try {
         const { done } = await this.execute(name, { ...options, trigger: 'event', async: true })
-        done.catch(() => undefined) // failures are recorded in PipelineRuns and logged
+        done?.catch(() => undefined) // failures are recorded in PipelineRuns and logged
       } catch (error) {
         if ((error as { code?: string }).code === 'PIPELINE_RUNNING') LOG.info(`pipeline '${name}': event '${event}' skipped, a run is active`)
         else LOG.error(`pipeline '${name}': event '${event}' could not start a run: ${(error as Error).message}`)

@@ -10,6 +10,7 @@ import { PipelineError } from '../lib/engine/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
+import { parseCron } from '../lib/engine/schedule.js'
 import { capabilities, inspectData } from '../lib/management/inspect.js'
 import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
@@ -92,15 +93,20 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('setSchedule', async (req, engine) => {
       const name = pipelineName(req)
+      engine.registry.get(name)
       const { every, cron, engine: scheduleEngine } = req.data
       if (every !== undefined && every !== null && (!Number.isInteger(every) || (every as number) < 1))
         throw new PipelineError('INVALID_PARAMETER', 'every: must be a positive integer of milliseconds', { target: 'every' })
       if (scheduleEngine !== undefined && scheduleEngine !== null && scheduleEngine !== 'spawn' && scheduleEngine !== 'queued')
         throw new PipelineError('INVALID_PARAMETER', `engine: '${String(scheduleEngine)}' is invalid; expected spawn or queued`, { target: 'engine' })
-      if (cron && scheduleEngine !== 'queued') throw new PipelineError('INVALID_PARAMETER', "cron: requires engine 'queued'", { target: 'cron' })
-      if (scheduleEngine === 'queued')
-        throw new PipelineError('NOT_SUPPORTED', "engine: 'queued' schedules are not available in this release; use engine 'spawn' (cron needs 'queued')", { target: 'engine', status: 400 })
-      const schedule = { every: (every as number | null | undefined) ?? undefined, engine: 'spawn' }
+      const hasCron = cron !== undefined && cron !== null && cron !== ''
+      if (hasCron && scheduleEngine !== 'queued')
+        throw new PipelineError('INVALID_PARAMETER', "cron: requires engine 'queued' (CAP's persistent task queue); pass engine: 'queued', or every with engine 'spawn'", { target: 'cron' })
+      if (hasCron && every !== undefined && every !== null)
+        throw new PipelineError('INVALID_PARAMETER', 'every: cannot be combined with cron; give either every or cron', { target: 'every' })
+      const schedule = hasCron
+        ? { cron: asParameter(() => parseCron(cron, 'cron'), 'cron'), engine: 'queued' as const }
+        : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (scheduleEngine ?? 'spawn') as 'spawn' | 'queued' }
       return this.override(engine, name, { ...engine.registry.overrides(name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
@@ -128,7 +134,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('configView', async (req, engine) => {
       const name = pipelineName(req)
-      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.get(name)))
+      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.get(name), {
+        scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
+      }))
     })
     bound('inspectData', async (req, engine) => {
       const name = pipelineName(req)
@@ -162,10 +170,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 
   private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
-    const { runId, done } = await engine.execute(name, options as Parameters<DataPipelineService['execute']>[1])
-    if (options.async) {
+    const { runId, done } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
+    if (options.async || !done) {
       req.http?.res?.status(202)
-      done.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
+      done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
       return { runId, name, status: 'running', statistics: null }
     }
     const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => ({ status: 'failed' as const, statistics: null, error: error.message }))
@@ -184,6 +192,16 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   private async facts(engine: DataPipelineService, name: string): Promise<PipelineFacts> {
     const row = await engine.registry.tracker.read(name).catch(() => undefined)
     return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status }
+  }
+}
+
+/** A config validation error of an operation parameter becomes INVALID_PARAMETER (400) naming it. */
+function asParameter<T>(fn: () => T, parameter: string): T {
+  try {
+    return fn()
+  } catch (error) {
+    if (error instanceof PipelineError) throw new PipelineError('INVALID_PARAMETER', `${parameter}: ${error.message.replace(/^Invalid pipeline config: \S+ /, '')}`, { target: parameter })
+    throw error
   }
 }
 

@@ -3,11 +3,14 @@
  * checks, tracker row, overrides), preparation of adapters, execution and schedules.
  */
 import cds from '@sap/cds'
-import { LOGGER, RUN_MODES, type RunMode } from '../constants.js'
+import { LOGGER, RUN_MODES, SCHEDULE_ENGINES, type RunMode, type ScheduleEngine } from '../constants.js'
 import { PipelineError, invalidConfig } from './errors.js'
 import { configFingerprint, resolvePipeline, serializable, type PipelineConfig, type ResolvedPipeline } from './config.js'
 import { applyOverrides, parseStoredOverrides, type Overrides } from './overrides.js'
-import { scheduleLabel, SpawnTimer } from './schedule.js'
+import {
+  QueuedSchedules, SpawnTimer, sameSchedule, scheduleLabel, scheduleLiveChangeSupported, parseSchedule,
+  type QueueHost, type QueuedRunMessage, type ScheduleInput, type ScheduleSpec, type TickMessage,
+} from './schedule.js'
 import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow } from './tracker.js'
 import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
@@ -25,13 +28,46 @@ export interface ExecuteOptions {
   async?: boolean
   /** Run in this tenant's context (multitenancy must be active). */
   tenant?: string
+  /**
+   * With `async: true`: `spawn` (default) starts the run in this process; `queued` enqueues one
+   * run on CAP's persistent task queue (any instance runs it). Ignored for synchronous calls.
+   */
+  engine?: ScheduleEngine
 }
 
 export interface ExecuteResult {
-  runId: string
+  /** The run's ID; absent for a run enqueued with `engine: 'queued'` (known once an instance starts it). */
+  runId?: string
   name: string
-  /** Settles when the run ends: resolves with the outcome, rejects with the failure. */
+  /**
+   * Settles when the run ends: resolves with the outcome, rejects with the failure. Absent for
+   * a run enqueued with `engine: 'queued'` (its outcome lands in PipelineRuns).
+   */
+  done?: Promise<RunOutcome>
+}
+
+/** A run started in this process: its ID and outcome are known. */
+export interface StartedRun extends ExecuteResult {
+  runId: string
   done: Promise<RunOutcome>
+}
+
+/** A run enqueued on CAP's task queue: only the pipeline name is known. */
+export interface EnqueuedRun extends ExecuteResult {
+  runId?: undefined
+  done?: undefined
+}
+
+/** Options that start the run in this process (no queued engine). */
+export type InProcessExecuteOptions = ExecuteOptions & { engine?: 'spawn' }
+/** Options that enqueue the run on CAP's task queue. */
+export type QueuedExecuteOptions = ExecuteOptions & { async: true; engine: 'queued' }
+
+export interface RegistrySettings {
+  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`). */
+  schedules?: boolean
+  /** Where the host's `@sap/cds` version comes from (default `cds.version`); injectable for tests. */
+  hostVersion?: () => string
 }
 
 interface Registered {
@@ -41,14 +77,33 @@ interface Registered {
   effective: ResolvedPipeline
   prepared?: Promise<PreparedPipeline>
   timer?: SpawnTimer
+  /** The schedule running live (spawn timer or queued task); differs from `effective` after a deferred queued change. */
+  installed?: ScheduleSpec
+  /** The schedule was applied live at least once in this process. */
+  activated?: boolean
+  /** Serialises schedule changes of this pipeline. */
+  scheduling?: Promise<void>
 }
 
 export class PipelineRegistry {
   readonly tracker = new Tracker()
   private readonly pipelines = new Map<string, Registered>()
   private schedulesActive = false
+  private readonly queue: QueuedSchedules
+  private hostVersion: () => string
 
-  constructor(private readonly dispatch: EventDispatcher, private readonly settings: { schedules?: boolean } = {}) {}
+  /**
+   * @param host the engine service: queued schedules are tasks of this service on CAP's queue
+   */
+  constructor(private readonly dispatch: EventDispatcher, private readonly settings: RegistrySettings = {}, host?: QueueHost) {
+    this.queue = new QueuedSchedules(host ?? { name: 'data-pipeline' })
+    this.hostVersion = settings.hostVersion ?? (() => String((cds as unknown as { version?: string }).version ?? ''))
+  }
+
+  /** Replaces the source of the host's `@sap/cds` version (tests of the cds 9 behaviour). */
+  useHostVersion(source: () => string): void {
+    this.hostVersion = source
+  }
 
   has(name: string): boolean {
     return this.pipelines.has(name)
@@ -113,16 +168,30 @@ export class PipelineRegistry {
         LOG.error(`pipeline '${coded.name}': stored overrides are no longer valid and were not applied: ${(error as Error).message}`)
       }
     }
-    this.startSchedule(coded.name)
+    try {
+      await this.startSchedule(coded.name)
+    } catch (error) {
+      // a schedule that cannot run (queued without CAP's queue table) fails the registration
+      this.pipelines.delete(coded.name)
+      entry.timer?.stop()
+      throw error
+    }
     LOG.info(`registered pipeline '${coded.name}' (${entry.effective.shape}-shape, ${entry.effective.mode}${entry.effective.schedule ? `, ${scheduleLabel(entry.effective.schedule)}` : ''})`)
     return entry.effective
   }
 
-  /** Validates and activates overrides; persists them. The effective config must pass registration rules. */
+  /**
+   * Validates and activates overrides; persists them. The effective config must pass registration
+   * rules. A schedule change takes effect live, except a change involving a `queued` schedule on
+   * `@sap/cds` < 10: it is saved (effective at the next restart) and rejected with 409 guidance.
+   */
   async applyOverrides(name: string, overrides: Overrides): Promise<ResolvedPipeline> {
     const entry = this.entry(name)
     const effective = resolvePipeline(applyOverrides(entry.coded, overrides), { serviceKind: requiredKind })
     this.checkCapabilities(effective)
+    const scheduleChanged = !sameSchedule(entry.effective.schedule, effective.schedule)
+    const live = this.schedulesActive && entry.activated === true
+    const deferred = live && scheduleChanged && !this.canChangeLive(entry.installed, effective.schedule)
     entry.overrides = overrides
     entry.effective = effective
     entry.prepared = undefined
@@ -130,11 +199,46 @@ export class PipelineRegistry {
       overrides: Object.keys(overrides).length ? JSON.stringify(overrides) : null,
       mode: effective.mode,
       description: effective.config.description ?? null,
-      schedule: scheduleLabel(effective.schedule),
+      // the label shows what runs: a deferred queued change shows once it is live (next restart)
+      schedule: scheduleLabel(deferred ? entry.installed : effective.schedule),
       ...('enabled' in overrides ? { enabled: effective.enabled } : {}),
     }).catch(error => { if ((error as PipelineError).code !== 'TRACKER_MISSING') throw error })
-    this.startSchedule(name)
+    if (deferred) {
+      throw new PipelineError('NOT_SUPPORTED',
+        `Schedule of pipeline '${name}' saved (${scheduleLabel(effective.schedule) ?? 'no schedule'}), but @sap/cds ${this.hostVersion()} cannot change queued schedules live: ` +
+        `it takes effect at the next restart; until then '${scheduleLabel(entry.installed) ?? 'no schedule'}' keeps running. ` +
+        "Upgrade to @sap/cds 10 for live changes, switch to engine 'spawn', or restart the app.",
+        { target: 'schedule', status: 409 })
+    }
+    if (live && scheduleChanged) await this.startSchedule(name)
     return effective
+  }
+
+  /** Sets the pipeline's schedule as an override (persisted; live per SPEC "Schedule rules"). */
+  async setSchedule(name: string, schedule: ScheduleInput): Promise<ResolvedPipeline> {
+    const entry = this.entry(name)
+    parseSchedule(schedule, 'schedule')
+    return this.applyOverrides(name, { ...entry.overrides, schedule })
+  }
+
+  /** Stops the pipeline's schedule and records `schedule: null`, so a coded schedule stays off until that override is cleared. */
+  async clearSchedule(name: string): Promise<ResolvedPipeline> {
+    const entry = this.entry(name)
+    return this.applyOverrides(name, { ...entry.overrides, schedule: null })
+  }
+
+  /**
+   * Whether a change of this pipeline's schedule takes effect live: always for spawn; for a
+   * queued schedule on `@sap/cds` ≥ 10 only (SPEC "Versioning").
+   */
+  isScheduleLiveChangeSupported(name: string): boolean {
+    const entry = this.entry(name)
+    return this.canChangeLive(entry.installed ?? entry.effective.schedule, entry.effective.schedule)
+  }
+
+  private canChangeLive(from: ScheduleSpec | undefined, to: ScheduleSpec | undefined): boolean {
+    const version = this.hostVersion()
+    return scheduleLiveChangeSupported(from, version) && scheduleLiveChangeSupported(to, version)
   }
 
   /** Registration rule: the target must offer what the mode needs. */
@@ -172,6 +276,14 @@ export class PipelineRegistry {
     return entry.prepared
   }
 
+  /**
+   * Starts a run: synchronous (resolved `done`), async in this process (`engine` spawn, the
+   * default), or async through CAP's task queue (`engine: 'queued'`: one run is enqueued, any
+   * instance runs it; only `{ name }` is returned).
+   */
+  async execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun>
+  async execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun>
+  async execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   async execute(name: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     const pipeline = this.get(name)
     const mode = options.mode ?? pipeline.mode
@@ -185,14 +297,32 @@ export class PipelineRegistry {
       throw new PipelineError('INVALID_PARAMETER', 'tenant: must be a non-empty string', { target: 'tenant' })
     if (options.tenant && !(cds.env.requires as { multitenancy?: unknown }).multitenancy)
       throw new PipelineError('INVALID_PARAMETER', `tenant: '${options.tenant}' given, but multitenancy is not active (cds.requires.multitenancy)`, { target: 'tenant' })
+    if (options.engine !== undefined && !(SCHEDULE_ENGINES as readonly string[]).includes(options.engine))
+      throw new PipelineError('INVALID_PARAMETER', `engine: '${String(options.engine)}' is invalid; expected spawn or queued`, { target: 'engine' })
     assertConnectionAvailable('execute')
+    const trigger = whitelistTrigger(options.trigger)
+    if (options.async && options.engine === 'queued') {
+      await this.queue.enqueue({ pipeline: name, mode, trigger, ...(options.tenant ? { tenant: options.tenant } : {}) })
+      LOG.debug(`pipeline '${name}': one ${mode} run enqueued (trigger ${trigger})`)
+      return { name }
+    }
+    return this.launch(name, { mode, trigger, tenant: options.tenant, async: options.async })
+  }
+
+  /**
+   * Guard, then the run. With `afterTransaction` the run starts once the caller's transaction
+   * (a queue task's) has ended, so the task completes as soon as the guard has decided.
+   */
+  private async launch(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, afterTransaction = false): Promise<StartedRun> {
     const prepared = await this.prepare(name)
-    const run = new PipelineRun(prepared, { mode, trigger: whitelistTrigger(options.trigger) }, this.tracker, this.dispatch)
-    await detached(() => run.begin(), options.tenant)
+    const run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
+    await detached(() => run.begin(), request.tenant)
     // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
     // request's open transaction would hold the connection the batch transactions wait for)
-    const execution = detached(() => run.execute(), options.tenant)
-    if (!options.async) await execution.catch(() => undefined)
+    const execution = afterTransaction
+      ? new Promise<RunOutcome>((resolve, reject) => afterCurrentTransaction(() => { detached(() => run.execute(), request.tenant).then(resolve, reject) }))
+      : detached(() => run.execute(), request.tenant)
+    if (!request.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { runId: run.runId, name, done }
   }
@@ -217,38 +347,120 @@ export class PipelineRegistry {
     return (await this.tracker.read(name))!
   }
 
-  /** Starts in-process timers (called once the app serves). */
-  activateSchedules(): void {
+  /** Starts spawn timers and installs queued tasks (called once the app serves). */
+  async activateSchedules(): Promise<void> {
     if (this.settings.schedules === false) return
     this.schedulesActive = true
-    for (const name of this.pipelines.keys()) this.startSchedule(name)
+    await Promise.all([...this.pipelines.keys()].map(name => this.startSchedule(name).catch(error =>
+      LOG.error(`pipeline '${name}': its schedule could not be started: ${(error as Error).message}`))))
   }
 
+  /** Stops this process's timers. Queued tasks stay: they belong to the app, not to this instance. */
   stopSchedules(): void {
     this.schedulesActive = false
     for (const entry of this.pipelines.values()) entry.timer?.stop()
+    this.queue.stop()
   }
 
-  private startSchedule(name: string): void {
+  /** Applies the effective schedule live; serialised per pipeline. */
+  private startSchedule(name: string): Promise<void> {
     const entry = this.entry(name)
+    const next = (entry.scheduling ?? Promise.resolve()).catch(() => undefined).then(() => this.applySchedule(name, entry))
+    entry.scheduling = next
+    return next
+  }
+
+  private async applySchedule(name: string, entry: Registered): Promise<void> {
+    if (!this.schedulesActive || this.pipelines.get(name) !== entry) return
+    const first = !entry.activated
+    entry.activated = true
+    const previous = entry.installed
+    const schedule = entry.effective.schedule
     entry.timer?.stop()
     entry.timer = undefined
-    const schedule = entry.effective.schedule
-    if (!schedule || !this.schedulesActive) return
-    entry.timer = new SpawnTimer(schedule.every, () => this.tick(name)).start()
+    if (schedule?.engine === 'queued') {
+      await this.queue.install(name, schedule)
+      entry.installed = schedule
+      return
+    }
+    // no queued schedule (any more): its task must not keep ticking
+    if (previous?.engine === 'queued') await this.queue.unschedule(name)
+    else if (first) await this.queue.removeOrphan(name)
+    entry.installed = schedule
+    if (schedule && this.schedulesActive) entry.timer = new SpawnTimer(schedule.every!, () => this.tick(name)).start()
   }
 
-  /** A scheduled tick: skipped while disabled or while a run is active. */
+  /** A spawn tick: skipped while disabled or while a run is active; waits for the run (no overlap). */
   private async tick(name: string): Promise<void> {
+    const started = await this.startScheduled(name)
+    await started?.done.catch(() => undefined)
+  }
+
+  /**
+   * A queued tick (the handler of `QUEUE.tickEvent`). Never throws: a skipped tick, a failed
+   * guard or a failing run complete the queue task normally, so the recurring task never
+   * becomes a dead letter. The run is not awaited: the task completes once the guard decided
+   * and the run starts when the task's transaction ended; the run's lease, not the queue's
+   * processing timeout, keeps a second run out while it runs.
+   */
+  async queuedTick(message: TickMessage | undefined): Promise<void> {
+    const name = message?.pipeline
+    try {
+      if (typeof name !== 'string' || !this.pipelines.has(name)) {
+        LOG.warn(`queued tick for pipeline '${String(name)}', which this instance has not registered: skipped`)
+        return
+      }
+      const entry = this.entry(name)
+      if (this.schedulesActive && entry.activated && entry.installed?.engine !== 'queued') {
+        LOG.info(`pipeline '${name}' has no queued schedule any more: its leftover task is removed`)
+        await this.queue.unschedule(name)
+        return
+      }
+      const started = await this.startScheduled(name, true)
+      started?.done.catch(() => undefined) // a failed run is recorded in PipelineRuns and logged by the run
+    } catch (error) {
+      LOG.error(`pipeline '${String(name)}': queued tick failed: ${(error as Error).message}`)
+    }
+  }
+
+  /**
+   * A queued one-off run (the handler of `QUEUE.runEvent`). A pipeline that is running makes the
+   * task fail so CAP's queue retries it with backoff; anything else completes the task (run
+   * failures land in PipelineRuns).
+   */
+  async queuedRun(message: QueuedRunMessage | undefined): Promise<void> {
+    const name = message?.pipeline
+    if (typeof name !== 'string' || !this.pipelines.has(name)) {
+      LOG.error(`queued run of pipeline '${String(name)}', which this instance has not registered: dropped`)
+      return
+    }
+    try {
+      const mode = (message!.mode ?? this.get(name).mode) as RunMode
+      const { done } = await this.launch(name, { mode, trigger: whitelistTrigger(message!.trigger), tenant: message!.tenant, async: true }, true)
+      done.catch(() => undefined) // recorded in PipelineRuns and logged by the run
+    } catch (error) {
+      if ((error as PipelineError).code === 'PIPELINE_RUNNING')
+        throw new PipelineError('PIPELINE_RUNNING', `Pipeline '${name}' is running; CAP's task queue retries the queued run later`)
+      LOG.error(`pipeline '${name}': queued run could not start: ${(error as Error).message}`)
+    }
+  }
+
+  /** Starts a scheduled run unless disabled or running; never throws. */
+  private async startScheduled(name: string, afterTransaction = false): Promise<StartedRun | undefined> {
     try {
       const row = await this.tracker.read(name)
-      if (row && row.enabled === false) return
-      const { done } = await this.execute(name, { trigger: 'scheduled', async: true })
-      await done
+      if (row && row.enabled === false) {
+        LOG.debug(`pipeline '${name}': scheduled tick skipped, the pipeline is disabled`)
+        return undefined
+      }
+      const pipeline = this.get(name)
+      assertConnectionAvailable('execute')
+      return await this.launch(name, { mode: pipeline.mode, trigger: 'scheduled', async: true }, afterTransaction)
     } catch (error) {
       const code = (error as PipelineError).code
       if (code === 'PIPELINE_RUNNING') LOG.debug(`pipeline '${name}': scheduled tick skipped, a run is active`)
-      else if (!code || code !== 'SOURCE_FAILED') LOG.debug(`pipeline '${name}': scheduled run failed`, error)
+      else LOG.warn(`pipeline '${name}': scheduled tick could not start a run: ${(error as Error).message}`)
+      return undefined
     }
   }
 }
@@ -260,6 +472,25 @@ function checkOrigin(pipeline: ResolvedPipeline): void {
   const entity = findEntity(target.entity) ?? (target.service ? findEntity(`${target.service}.${target.entity}`) : undefined)
   if (entity && !keyNames(entity).includes(ORIGIN_COLUMN))
     throw invalidConfig('source.origin', `needs target.entity '${target.entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`)
+}
+
+/**
+ * Calls `fn` once the current root transaction (a queue task's) has ended, or soon when there
+ * is none; a fallback timer makes sure a guarded run always starts.
+ */
+function afterCurrentTransaction(fn: () => void): void {
+  let started = false
+  const start = () => {
+    if (started) return
+    started = true
+    clearTimeout(fallback)
+    fn()
+  }
+  const fallback = setTimeout(start, 5000)
+  fallback.unref()
+  const context = cds.context as unknown as { tx?: unknown; on?(event: string, listener: () => void): void } | undefined
+  if (context?.tx && typeof context.on === 'function') context.on('done', () => { setImmediate(start) })
+  else setImmediate(start)
 }
 
 /** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */

@@ -38,7 +38,9 @@ export function resolvedValues(pipeline: ResolvedPipeline): Record<string, unkno
   return {
     mode: pipeline.mode,
     enabled: pipeline.enabled,
-    schedule: pipeline.schedule ? { every: pipeline.schedule.every, engine: pipeline.schedule.engine } : null,
+    schedule: pipeline.schedule
+      ? { ...(pipeline.schedule.cron ? { cron: pipeline.schedule.cron } : { every: pipeline.schedule.every }), engine: pipeline.schedule.engine }
+      : null,
     transaction: pipeline.transaction,
     'source.batchSize': pipeline.batchSize,
     'retry.maxRetries': pipeline.retry.maxRetries,
@@ -66,7 +68,12 @@ export function deviations(pipeline: ResolvedPipeline): Array<{ path: string; va
     .map(([path, value]) => ({ path, value: values[path], default: value }))
 }
 
-export function configView(coded: PipelineConfig, overrides: Overrides, effective: ResolvedPipeline): ConfigView {
+export interface ConfigViewOptions {
+  /** Whether schedule changes take effect live (SPEC "Versioning"); the engine decides (default true). */
+  scheduleLiveChangeSupported?: boolean
+}
+
+export function configView(coded: PipelineConfig, overrides: Overrides, effective: ResolvedPipeline, options: ConfigViewOptions = {}): ConfigView {
   const base = serializable(coded)
   const effectiveConfig = serializable(effective.config)
   const codedFlat = flatten(base)
@@ -89,6 +96,6 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
     overrides,
     effective: { ...(effectiveConfig as object), schedule: scheduleLabel(effective.schedule) },
     fields,
-    meta: { scheduleLiveChangeSupported: true, overridablePaths: [...OVERRIDABLE_PATHS] },
+    meta: { scheduleLiveChangeSupported: options.scheduleLiveChangeSupported ?? true, overridablePaths: [...OVERRIDABLE_PATHS] },
   }
 }

@@ -137,8 +137,8 @@ describe('resolvePipeline: errors name the offending key', () => {
   })
 
   test('schedule, enabled, transaction, description, retry, refresh, leaseDuration', () => {
-    expectInvalid({ ...base(), schedule: { engine: 'queued' } }, 'schedule.engine', /queued/)
-    expectInvalid({ ...base(), schedule: '0 * * * *' }, 'schedule', /cron/)
+    expectInvalid({ ...base(), schedule: { cron: '0 * * * *', engine: 'spawn' } }, 'schedule.engine', /cron needs engine 'queued'/)
+    expectInvalid({ ...base(), schedule: '0 * * * * *' }, 'schedule', /6 fields; expected 5/)
     expectInvalid({ ...base(), enabled: 'yes' }, 'enabled')
     expectInvalid({ ...base(), transaction: 'row' }, 'transaction')
     expectInvalid({ ...base(), description: 5 }, 'description')

@@ -1,8 +1,11 @@
 /**
  * Schedules: duration strings are never read as milliseconds, integers are milliseconds,
- * objects default to 10 minutes, labels are human-readable, queued/cron are rejected for now.
+ * objects default to 10 minutes, 5-field cron implies the queued engine, labels are
+ * human-readable and name the engine, live changes of queued schedules depend on the cds major.
  */
-import { parseDuration, parseSchedule, scheduleLabel, SpawnTimer } from '../../lib/engine/schedule'
+import {
+  majorVersion, nextCronTime, parseCron, parseDuration, parseSchedule, queuedTaskName, scheduleLabel, scheduleLiveChangeSupported, SpawnTimer,
+} from '../../lib/engine/schedule'
 import { PipelineError } from '../../lib/engine/errors'
 
 function thrown(fn: () => unknown): PipelineError {
@@ -64,10 +67,10 @@ describe('parseSchedule', () => {
     expect(parseSchedule('2h').every).toBe(7_200_000)
   })
 
-  test('the queued engine is rejected with a clear message', () => {
-    const error = thrown(() => parseSchedule({ every: '10m', engine: 'queued' }))
-    expect(error).toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule.engine' })
-    expect(error.message).toMatch(/'queued' is not available.*spawn/)
+  test('the queued engine with every in ms or as a duration string', () => {
+    expect(parseSchedule({ every: '10m', engine: 'queued' })).toEqual({ every: 600_000, engine: 'queued' })
+    expect(parseSchedule({ every: 3000, engine: 'queued' })).toEqual({ every: 3000, engine: 'queued' })
+    expect(parseSchedule({ engine: 'queued' })).toEqual({ every: 600_000, engine: 'queued' })
   })
 
   test('an unknown engine is rejected', () => {
@@ -76,14 +79,45 @@ describe('parseSchedule', () => {
     expect(error.message).toMatch(/'cron' is invalid/)
   })
 
-  test('5-field cron strings and cron objects are rejected', () => {
-    const cron = thrown(() => parseSchedule('*/5 * * * *'))
-    expect(cron.target).toBe('schedule')
-    expect(cron.message).toMatch(/cron.*queued/)
-    const object = thrown(() => parseSchedule({ cron: '0 2 * * *' }))
-    expect(object.target).toBe('schedule.cron')
+  test('a 5-field cron string or { cron } implies the queued engine', () => {
+    expect(parseSchedule('*/5 * * * *')).toEqual({ cron: '*/5 * * * *', engine: 'queued' })
+    expect(parseSchedule({ cron: '0 2 * * *' })).toEqual({ cron: '0 2 * * *', engine: 'queued' })
+    expect(parseSchedule({ cron: '0  2 * *   1-5', engine: 'queued' })).toEqual({ cron: '0 2 * * 1-5', engine: 'queued' })
   })
 
+  test("{ cron, engine: 'spawn' } is rejected with guidance naming schedule.engine", () => {
+    const error = thrown(() => parseSchedule({ cron: '*/5 * * * *', engine: 'spawn' }))
+    expect(error).toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule.engine' })
+    expect(error.message).toMatch(/cron needs engine 'queued'/)
+  })
+
+  test('cron and every together are rejected', () => {
+    expect(thrown(() => parseSchedule({ cron: '*/5 * * * *', every: '5m' })).target).toBe('schedule.every')
+  })
+
+  test.each([
+    ['*/5 * * *', /4 fields; expected 5/],
+    ['0 */5 * * * *', /6 fields; expected 5/],
+    ['61 * * * *', /minute field '61' is out of range 0-59/],
+    ['* 24 * * *', /hour field '24' is out of range/],
+    ['* * 0 * *', /day of month field '0' is out of range 1-31/],
+    ['* * * 13 *', /month field '13' is out of range 1-12/],
+    ['* * * * 8', /day of week field '8' is out of range 0-7/],
+    ['*/0 * * * *', /step below 1/],
+    ['5-1 * * * *', /runs backwards/],
+    ['* * * JAN *', /month field 'JAN' is invalid/],
+    ['@daily * * * *', /minute field '@daily' is invalid/],
+  ])('invalid cron %j is rejected naming schedule.cron', (cron, message) => {
+    const error = thrown(() => parseSchedule({ cron }))
+    expect(error).toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule.cron' })
+    expect(error.message).toMatch(message)
+    // a plain cron string names `schedule`
+    if (cron.split(' ').length === 5) expect(thrown(() => parseSchedule(cron)).target).toBe('schedule')
+  })
+
+  test('parseCron accepts lists, ranges, steps and 7 as Sunday', () => {
+    expect(parseCron('0,30 8-18/2 1-15 */3 0,7', 'cron')).toBe('0,30 8-18/2 1-15 */3 0,7')
+  })
   test('nonsense is rejected naming the key', () => {
     expect(thrown(() => parseSchedule(true as never, 'schedule')).target).toBe('schedule')
     expect(thrown(() => parseSchedule({ every: 'often' })).target).toBe('schedule.every')
@@ -100,6 +134,8 @@ describe('scheduleLabel', () => {
     [{ every: 86_400_000, engine: 'spawn' as const }, 'every 1 d (spawn)'],
     [{ every: 1500, engine: 'spawn' as const }, 'every 1500 ms (spawn)'],
     [{ every: 90_000, engine: 'spawn' as const }, 'every 90 s (spawn)'],
+    [{ every: 600_000, engine: 'queued' as const }, 'every 10 min (queued)'],
+    [{ cron: '*/5 * * * *', engine: 'queued' as const }, 'cron */5 * * * * (queued)'],
   ])('%j → %s', (spec, label) => {
     expect(scheduleLabel(spec)).toBe(label)
   })
@@ -112,6 +148,57 @@ describe('scheduleLabel', () => {
     expect(scheduleLabel(parseSchedule({ every: '10m' }))).toBe('every 10 min (spawn)')
     expect(scheduleLabel(parseSchedule({}))).toBe('every 10 min (spawn)')
     expect(scheduleLabel(parseSchedule(1500))).toBe('every 1500 ms (spawn)')
+    expect(scheduleLabel(parseSchedule({ every: '10m', engine: 'queued' }))).toBe('every 10 min (queued)')
+    expect(scheduleLabel(parseSchedule('*/5 * * * *'))).toBe('cron */5 * * * * (queued)')
+  })
+})
+
+describe('nextCronTime (local time, CAP semantics)', () => {
+  const at = (text: string) => new Date(text) // no Z: local time, as CAP's queue evaluates cron
+
+  test.each([
+    ['*/5 * * * *', '2026-03-10T10:07:30', '2026-03-10T10:10:00'],
+    ['*/5 * * * *', '2026-03-10T10:10:00', '2026-03-10T10:15:00'],
+    ['0 2 * * *', '2026-03-10T10:07:00', '2026-03-11T02:00:00'],
+    ['30 8 1 * *', '2026-03-10T10:07:00', '2026-04-01T08:30:00'],
+    ['0 0 * * 0', '2026-03-10T10:07:00', '2026-03-15T00:00:00'], // next Sunday
+    ['0 0 * * 7', '2026-03-10T10:07:00', '2026-03-15T00:00:00'],
+    ['0 12 * 2 *', '2026-03-10T10:07:00', '2027-02-01T12:00:00'],
+  ])('%s after %s → %s', (cron, from, next) => {
+    expect(nextCronTime(cron, at(from)).getTime()).toBe(at(next).getTime())
+  })
+
+  test('an expression that never fires is rejected', () => {
+    expect(thrown(() => nextCronTime('0 0 31 2 *', at('2026-03-10T10:07:00'))).target).toBe('schedule.cron')
+  })
+})
+
+describe('live changes (SPEC "Versioning")', () => {
+  test('spawn schedules change live on every cds version', () => {
+    for (const version of ['9.9.3', '10.1.1', '']) expect(scheduleLiveChangeSupported({ every: 1000, engine: 'spawn' }, version)).toBe(true)
+    expect(scheduleLiveChangeSupported(undefined, '9.9.3')).toBe(true)
+  })
+
+  test('queued schedules change live on cds ≥ 10 only (injected version)', () => {
+    const queued = { every: 1000, engine: 'queued' as const }
+    expect(scheduleLiveChangeSupported(queued, '9.9.3')).toBe(false)
+    expect(scheduleLiveChangeSupported({ cron: '*/5 * * * *', engine: 'queued' }, '9.0.0')).toBe(false)
+    expect(scheduleLiveChangeSupported(queued, '10.0.0')).toBe(true)
+    expect(scheduleLiveChangeSupported(queued, '11.2.0')).toBe(true)
+    expect(scheduleLiveChangeSupported(queued, 'unknown')).toBe(false)
+  })
+
+  test('majorVersion', () => {
+    expect(majorVersion('10.1.1')).toBe(10)
+    expect(majorVersion('v9.9.0')).toBe(9)
+    expect(majorVersion(undefined)).toBeNaN()
+  })
+})
+
+describe('queued task names', () => {
+  test('one task per pipeline, with room for a tenant', () => {
+    expect(queuedTaskName('orders')).toBe('data-pipeline/orders')
+    expect(queuedTaskName('orders', 't1')).toBe('data-pipeline/t1/orders')
   })
 })
 

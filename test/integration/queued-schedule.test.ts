@@ -1,0 +1,353 @@
+/**
+ * DESIGN "Schedules" and "Scale-out": the `queued` engine on CAP's persistent task queue
+ * (`srv.schedule(...).every(...).as(task)`, table `cds.outbox.Messages`), end to end with real
+ * CAP server processes on a SQLite FILE (cds 10's queue poller misbehaves on in-memory SQLite)
+ * that survives restarts: one named task per pipeline, ticks through the guard and lease,
+ * failing runs never dead-letter the task, enabled/disabled, runs longer than the queue's
+ * processing timeout, one-off queued runs, live changes (cds 10) and deferred ones (cds 9,
+ * injected version), orphan tasks after a schedule left the code, and a missing queue table.
+ */
+import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
+import { sleep, waitFor } from '../helpers/wait'
+
+const require = createRequire(import.meta.url)
+const APP = path.join(FIXTURES, 'queued')
+
+interface Task { ID: string; task: string | null; target: string; timestamp: string; attempts: number; status: string | null; lastError: string | null; msg: string }
+interface Run { ID: string; status: string; trigger: string; mode: string; startTime: string; endTime: string | null; error: string | null }
+interface PipelineConfig { name: string; schedule?: unknown; enabled?: boolean; mode?: string; leaseDuration?: number; target?: { entity: string }; fixture?: { fail?: boolean; readDelay?: number } }
+
+const task = (name: string) => `data-pipeline/${name}`
+const every = (row: Task) => (JSON.parse(row.msg) as { queue: { every: number | string } }).queue.every
+const SLOW_READ = 3500
+
+/** The pipelines of the first app; later restarts change some of them. */
+const PIPELINES: PipelineConfig[] = [
+  { name: 'q-every', schedule: { every: '2s', engine: 'queued' } },
+  { name: 'q-fail', schedule: { every: 1000, engine: 'queued' }, retry: { maxRetries: 0 }, fixture: { fail: true } } as PipelineConfig,
+  { name: 'q-cron', schedule: '* * * * *', target: { entity: 'queued.Copies2' } },
+  { name: 'q-slow', schedule: { every: '1s', engine: 'queued' }, leaseDuration: 1000, target: { entity: 'queued.Copies3' }, fixture: { readDelay: SLOW_READ } },
+  { name: 'q-off', schedule: { every: '1s', engine: 'queued' }, enabled: false },
+  { name: 'q-gone', schedule: { every: '10m', engine: 'queued' } },
+  { name: 'q-switch', schedule: { every: '10m', engine: 'queued' } },
+  { name: 'q-oneoff', mode: 'full', target: { entity: 'queued.Copies3' } },
+  { name: 's-spawn', schedule: { every: '10m' } },
+]
+
+function client(app: RunningApp) {
+  const json = async <T>(response: Response, what: string): Promise<T> => {
+    if (!response.ok) throw new Error(`${what}: ${response.status} ${await response.text()}`)
+    const body = (await response.json()) as { value?: T } & T
+    return (body.value !== undefined ? body.value : body) as T
+  }
+  const post = (url: string, body: object) => fetch(`${app.url}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const B = (name: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService`
+  return {
+    tasks: async (name?: string): Promise<Task[]> =>
+      json<Task[]>(await fetch(`${app.url}/queued/tasks(${name ? `task='${encodeURIComponent(task(name))}'` : 'task=null'})`), 'tasks'),
+    runs: async (name: string): Promise<Run[]> => json<Run[]>(await fetch(`${app.url}/queued/runs(pipeline='${name}')`), 'runs'),
+    registration: async (): Promise<Record<string, { code: string; target: string; message: string }>> =>
+      JSON.parse(await json<string>(await fetch(`${app.url}/queued/registration()`), 'registration')),
+    execute: async (body: object): Promise<{ keys: string[]; name: string; runId: string | null }> =>
+      JSON.parse(await json<string>(await post('/queued/execute', body), 'execute')),
+    liveChangeSupported: async (name: string): Promise<boolean> => json<boolean>(await fetch(`${app.url}/queued/liveChangeSupported(name='${name}')`), 'liveChangeSupported'),
+    pipeline: async (name: string): Promise<{ schedule: string | null; overrides: string | null }> => json(await fetch(`${app.url}/pipeline/Pipelines('${name}')`), 'pipeline'),
+    configView: async (name: string) => JSON.parse(await json<string>(await fetch(`${app.url}${B(name)}.configView()`), 'configView')) as {
+      overrides: Record<string, unknown>; meta: { scheduleLiveChangeSupported: boolean }; effective: { schedule: string | null }
+    },
+    setSchedule: (name: string, body: object) => post(`${B(name)}.setSchedule`, body),
+    clearSchedule: (name: string) => post(`${B(name)}.clearSchedule`, {}),
+  }
+}
+
+/** Runs overlap when one starts before the previous one ended. */
+function overlapping(runs: Run[]): boolean {
+  const sorted = [...runs].sort((a, b) => Date.parse(a.startTime) - Date.parse(b.startTime))
+  return sorted.some((run, i) => i > 0 && (!sorted[i - 1].endTime || Date.parse(run.startTime) < Date.parse(sorted[i - 1].endTime!)))
+}
+
+describe('queued schedules on CAP\'s persistent task queue (SQLite file, real restarts)', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'queued-schedule-'))
+  const database = path.join(dir, 'queued.sqlite')
+  let app: RunningApp | undefined
+  let api: ReturnType<typeof client>
+  /** When q-cron's task was first written, and its first fire time. */
+  let cronDue = ''
+
+  const env = (pipelines: PipelineConfig[], extra: Record<string, string> = {}) => ({
+    cds_requires_db_credentials_url: database,
+    QUEUED_PIPELINES: JSON.stringify(pipelines),
+    // the queue's own processing timeout, far shorter than q-slow's runs
+    cds_requires_queue_timeout: '1s',
+    ...extra,
+  })
+  const start = async (pipelines: PipelineConfig[], extra?: Record<string, string>) => {
+    app = await startApp(APP, { env: env(pipelines, extra) })
+    api = client(app)
+    return api
+  }
+  const stop = async () => {
+    await app?.stop()
+    app = undefined
+  }
+
+  beforeAll(async () => {
+    await promisify(execFile)(process.execPath, [require.resolve('@sap/cds-dk/bin/cds.js'), 'deploy', '--to', `sqlite:${database}`], {
+      cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
+    })
+    await start(PIPELINES)
+  })
+
+  afterAll(async () => {
+    await app?.stop().catch(() => undefined)
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('each queued schedule is ONE named task data-pipeline/<pipeline>; spawn and manual pipelines have none', async () => {
+    const rows = await api.tasks()
+    const byTask = new Map<string, Task[]>()
+    for (const row of rows) if (row.task) byTask.set(row.task, [...(byTask.get(row.task) ?? []), row])
+    for (const name of ['q-every', 'q-fail', 'q-cron', 'q-slow', 'q-off', 'q-gone', 'q-switch']) expect(byTask.get(task(name)), name).toHaveLength(1)
+    expect(byTask.has(task('q-oneoff'))).toBe(false)
+    expect(byTask.has(task('s-spawn'))).toBe(false)
+    expect(every(byTask.get(task('q-every'))![0])).toBe(2000)
+    expect(every(byTask.get(task('q-gone'))![0])).toBe(600_000)
+    // cron: the task carries the cron text and its first fire time is the next minute boundary
+    const cron = byTask.get(task('q-cron'))![0]
+    expect(every(cron)).toBe('* * * * *')
+    cronDue = cron.timestamp
+    expect(new Date(cron.timestamp).getUTCSeconds()).toBe(0)
+    expect(new Date(cron.timestamp).getUTCMilliseconds()).toBe(0)
+    expect(Date.parse(cron.timestamp) - Date.now()).toBeLessThanOrEqual(60_000)
+  })
+
+  test('the schedule label names the engine and the cron text', async () => {
+    expect((await api.pipeline('q-every')).schedule).toBe('every 2 s (queued)')
+    expect((await api.pipeline('q-cron')).schedule).toBe('cron * * * * * (queued)')
+    expect((await api.pipeline('q-gone')).schedule).toBe('every 10 min (queued)')
+    expect((await api.pipeline('s-spawn')).schedule).toBe('every 10 min (spawn)')
+    expect((await api.configView('q-cron')).effective.schedule).toBe('cron * * * * * (queued)')
+  })
+
+  test('a tick starts the run through the guard: run rows with trigger scheduled, one per tick', async () => {
+    const runs = await waitFor(async () => { const r = await api.runs('q-every'); return r.length >= 3 && r }, 'three scheduled runs of q-every', 15_000)
+    for (const run of runs) expect(run).toMatchObject({ trigger: 'scheduled', mode: 'delta' })
+    for (const run of runs.filter(r => r.endTime)) expect(run.status).toBe('idle')
+    const starts = runs.map(r => Date.parse(r.startTime))
+    const intervals = starts.slice(1).map((t, i) => t - starts[i])
+    console.log(`q-every (every 2 s, queued): tick intervals ${intervals.join(', ')} ms`)
+    for (const interval of intervals) {
+      expect(interval).toBeGreaterThanOrEqual(1900)
+      expect(interval).toBeLessThan(2600)
+    }
+  })
+
+  test('a failing pipeline keeps ticking: each failure is a failed run row, the task never dead-letters', async () => {
+    const before = (await api.runs('q-fail')).length
+    const runs = (await waitFor(async () => { const r = await api.runs('q-fail'); return r.length >= before + 2 && r.length >= 3 && r }, 'two more runs of q-fail', 15_000))
+      .filter(run => run.endTime)
+    expect(runs.length).toBeGreaterThanOrEqual(2)
+    for (const run of runs) {
+      expect(run).toMatchObject({ status: 'failed', trigger: 'scheduled' })
+      expect(JSON.parse(run.error!).message).toMatch(/fails on purpose/)
+    }
+    const [row] = await api.tasks('q-fail')
+    // the tick handler completed every time: no attempt was counted, no error stored
+    expect(row).toMatchObject({ task: task('q-fail'), attempts: 0, lastError: null })
+    // nothing in the queue table is dead-lettered or retrying
+    for (const each of await api.tasks()) expect(each.attempts, each.task ?? each.ID).toBe(0)
+  })
+
+  test('enabled: false skips queued ticks (no run row) while the task keeps ticking', async () => {
+    const [first] = await api.tasks('q-off')
+    const next = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== first.timestamp && row }, 'the next tick of q-off', 5000)
+    expect(Date.parse(next.timestamp)).toBeGreaterThan(Date.parse(first.timestamp))
+    await sleep(1200)
+    expect(await api.runs('q-off')).toEqual([])
+  })
+
+  test('a run longer than the queue\'s processing timeout does not start a second run: the lease decides', async () => {
+    // q-slow ticks every 1 s, its runs take 3.5 s, the queue's processing timeout is 1 s.
+    // The tick handler does not wait for the run: while one run is active, the task completes
+    // and recurs (its next timestamp advances) and the ticks that find the run active are skipped
+    const running = await waitFor(async () => (await api.runs('q-slow')).find(r => !r.endTime), 'a running run of q-slow', 10_000)
+    const seen = new Set<string>()
+    while (!(await api.runs('q-slow')).find(r => r.ID === running.ID)?.endTime) {
+      const [row] = await api.tasks('q-slow')
+      if (row) seen.add(row.timestamp)
+      await sleep(200)
+    }
+    expect(seen.size).toBeGreaterThanOrEqual(2)
+    const runs = await waitFor(async () => { const r = await api.runs('q-slow'); return r.filter(x => x.endTime).length >= 2 && r }, 'two finished runs of q-slow', 20_000)
+    expect(overlapping(runs)).toBe(false)
+    for (const run of runs) expect(run).toMatchObject({ trigger: 'scheduled' })
+    for (const run of runs.filter(r => r.endTime)) {
+      expect(run.status).toBe('idle')
+      expect(Date.parse(run.endTime!) - Date.parse(run.startTime)).toBeGreaterThanOrEqual(SLOW_READ - 50)
+    }
+    const [row] = await api.tasks('q-slow')
+    expect(row).toMatchObject({ attempts: 0, lastError: null })
+  })
+
+  test("execute(name, { async: true, engine: 'queued' }) enqueues one run and returns { name } without runId or done", async () => {
+    const result = await api.execute({ name: 'q-oneoff', engine: 'queued', async: true, trigger: 'external', mode: 'full' })
+    expect(result).toEqual({ keys: ['name'], name: 'q-oneoff', runId: null })
+    const runs = await waitFor(async () => { const r = await api.runs('q-oneoff'); return r.length === 1 && r[0].endTime && r }, 'the queued run of q-oneoff', 10_000)
+    expect(runs[0]).toMatchObject({ trigger: 'external', mode: 'full', status: 'idle' })
+    // the one-off task is gone once processed; no singleton task for q-oneoff
+    await waitFor(async () => (await api.tasks()).every(row => !row.msg.includes('"pipeline":"q-oneoff"')), 'the one-off task to be removed', 5000)
+    await sleep(500)
+    expect(await api.runs('q-oneoff')).toHaveLength(1)
+  })
+
+  test("engine is honoured only with async: true: a synchronous call runs in this process", async () => {
+    const result = await api.execute({ name: 'q-oneoff', engine: 'queued', trigger: 'manual' })
+    expect(result.keys).toEqual(['done', 'name', 'runId'])
+    const runs = await api.runs('q-oneoff')
+    expect(runs).toHaveLength(2)
+    expect(runs.find(r => r.ID === result.runId)).toMatchObject({ trigger: 'manual', status: 'idle' })
+  })
+
+  test('live changes on cds 10: setSchedule/clearSchedule on a queued schedule change its task at once; spawn ↔ queued switch engines', async () => {
+    expect(await api.liveChangeSupported('q-switch')).toBe(true)
+    expect((await api.configView('q-switch')).meta.scheduleLiveChangeSupported).toBe(true)
+
+    // queued → queued with another interval: the same task, rewritten
+    expect((await api.setSchedule('q-switch', { every: 600_000 + 60_000, engine: 'queued' })).status).toBe(200)
+    let rows = await api.tasks('q-switch')
+    expect(rows).toHaveLength(1)
+    expect(every(rows[0])).toBe(660_000)
+    expect((await api.pipeline('q-switch')).schedule).toBe('every 11 min (queued)')
+
+    // queued → spawn: the task is unscheduled, the spawn timer runs
+    expect((await api.setSchedule('q-switch', { every: 700, engine: 'spawn' })).status).toBe(200)
+    expect(await api.tasks('q-switch')).toEqual([])
+    expect((await api.pipeline('q-switch')).schedule).toBe('every 700 ms (spawn)')
+    await waitFor(async () => (await api.runs('q-switch')).length >= 2, 'spawn runs of q-switch', 5000)
+
+    // spawn → queued cron: the timer stops, the task appears
+    const cron = await api.setSchedule('q-switch', { cron: '*/5 * * * *', engine: 'queued' })
+    expect(cron.status).toBe(200)
+    rows = await api.tasks('q-switch')
+    expect(rows).toHaveLength(1)
+    expect(every(rows[0])).toBe('*/5 * * * *')
+    expect((await api.pipeline('q-switch')).schedule).toBe('cron */5 * * * * (queued)')
+    const spawned = (await api.runs('q-switch')).length
+    await sleep(1500)
+    expect((await api.runs('q-switch')).length).toBe(spawned)
+
+    // clearSchedule unschedules the task and records schedule: null
+    expect((await api.clearSchedule('q-switch')).status).toBe(200)
+    expect(await api.tasks('q-switch')).toEqual([])
+    expect((await api.pipeline('q-switch')).schedule).toBeNull()
+    expect((await api.configView('q-switch')).overrides).toMatchObject({ schedule: null })
+  })
+
+  test('setSchedule validation: cron needs engine queued, invalid cron names the field', async () => {
+    const noEngine = await api.setSchedule('q-switch', { cron: '*/5 * * * *' })
+    expect(noEngine.status).toBe(400)
+    expect(((await noEngine.json()) as { error: { message: string; target: string } }).error).toMatchObject({ target: 'cron', message: expect.stringMatching(/requires engine 'queued'/) })
+    const spawnCron = await api.setSchedule('q-switch', { cron: '*/5 * * * *', engine: 'spawn' })
+    expect(spawnCron.status).toBe(400)
+    const invalid = await api.setSchedule('q-switch', { cron: '*/5 * * *', engine: 'queued' })
+    expect(invalid.status).toBe(400)
+    expect(((await invalid.json()) as { error: { message: string; target: string } }).error).toMatchObject({ target: 'cron', message: expect.stringMatching(/cron: .*4 fields; expected 5/) })
+    expect(await api.tasks('q-switch')).toEqual([])
+  })
+
+  test('restarts never pile up tasks and keep the next tick; a schedule removed from code unschedules its task', async () => {
+    const before = await api.tasks()
+    const gone = before.find(r => r.task === task('q-gone'))!
+    const cron = before.find(r => r.task === task('q-cron'))!
+    await stop()
+    // q-gone lost its schedule in code; everything else is unchanged
+    const next = PIPELINES.map(p => (p.name === 'q-gone' ? { ...p, schedule: undefined } : p))
+    for (let restart = 1; restart <= 2; restart++) {
+      await start(next)
+      const rows = await api.tasks()
+      const counts: Record<string, number> = {}
+      for (const row of rows) if (row.task) counts[row.task] = (counts[row.task] ?? 0) + 1
+      expect(counts, `restart ${restart}`).toEqual({
+        [task('q-every')]: 1, [task('q-fail')]: 1, [task('q-cron')]: 1, [task('q-slow')]: 1, [task('q-off')]: 1,
+      })
+      expect(rows.filter(r => !r.task)).toEqual([]) // no stray one-off tasks
+      // a kept task is not rewritten: the cron task still fires at the same time (unless it fired meanwhile)
+      const kept = rows.find(r => r.task === task('q-cron'))!
+      if (Date.parse(cron.timestamp) > Date.now()) expect(kept.timestamp).toBe(cron.timestamp)
+      expect((await api.pipeline('q-gone')).schedule).toBeNull()
+      if (restart === 1) await stop()
+    }
+    expect(gone).toBeTruthy()
+    // ticks continue after the restarts, still one run per tick
+    const runs = await api.runs('q-every')
+    const count = runs.length
+    await waitFor(async () => (await api.runs('q-every')).length >= count + 2, 'q-every ticking after the restart', 10_000)
+    expect(overlapping(await api.runs('q-every'))).toBe(false)
+  })
+
+  test('a cron schedule fires at its cron time (the task survives restarts)', async () => {
+    const due = Date.parse(cronDue)
+    const runs = await waitFor(async () => { const r = await api.runs('q-cron'); return r.length >= 1 && r }, 'a run of q-cron', Math.max(5000, due - Date.now() + 10_000))
+    const first = Date.parse(runs[0].startTime)
+    console.log(`q-cron (* * * * *): first run started ${first - due} ms after its cron time ${cronDue}`)
+    expect(runs[0]).toMatchObject({ trigger: 'scheduled' })
+    // fires on a minute boundary (within the processing latency)
+    expect(new Date(first).getUTCSeconds()).toBeLessThan(5)
+  }, 90_000)
+
+  test('on cds 9 (injected version) a queued schedule change is saved, rejected with 409 guidance, and applies at the next restart', async () => {
+    await stop()
+    await start(PIPELINES, { QUEUED_HOST_VERSION: '9.9.3' })
+    expect(await api.liveChangeSupported('q-every')).toBe(false)
+    expect(await api.liveChangeSupported('s-spawn')).toBe(true)
+    expect((await api.configView('q-every')).meta.scheduleLiveChangeSupported).toBe(false)
+    expect((await api.configView('s-spawn')).meta.scheduleLiveChangeSupported).toBe(true)
+
+    const response = await api.setSchedule('q-every', { every: 3000, engine: 'queued' })
+    expect(response.status).toBe(409)
+    const { error } = (await response.json()) as { error: { message: string; target: string } }
+    expect(error.target).toBe('schedule')
+    expect(error.message).toMatch(/saved/)
+    expect(error.message).toMatch(/@sap\/cds 9\.9\.3 cannot change queued schedules live/)
+    expect(error.message).toMatch(/Upgrade to @sap\/cds 10.*switch to engine 'spawn'.*restart/)
+    // persisted as an override, not live: the task and the label still show the old schedule
+    expect((await api.configView('q-every')).overrides).toMatchObject({ schedule: { every: 3000, engine: 'queued' } })
+    expect(every((await api.tasks('q-every'))[0])).toBe(2000)
+    expect((await api.pipeline('q-every')).schedule).toBe('every 2 s (queued)')
+    // spawn schedules stay live on cds 9
+    expect((await api.setSchedule('s-spawn', { every: 1_200_000, engine: 'spawn' })).status).toBe(200)
+    expect((await api.pipeline('s-spawn')).schedule).toBe('every 20 min (spawn)')
+
+    // the next restart applies it
+    await stop()
+    await start(PIPELINES, { QUEUED_HOST_VERSION: '9.9.3' })
+    const rows = await api.tasks('q-every')
+    expect(rows).toHaveLength(1)
+    expect(every(rows[0])).toBe(3000)
+    expect((await api.pipeline('q-every')).schedule).toBe('every 3 s (queued)')
+  })
+
+  test('a missing queue table fails the registration of a queued schedule with what to deploy', async () => {
+    await stop()
+    const { DatabaseSync } = require('node:sqlite') as typeof import('node:sqlite')
+    const db = new DatabaseSync(database)
+    db.exec('DROP TABLE cds_outbox_Messages')
+    db.close()
+    await start([
+      { name: 'q-every', schedule: { every: '2s', engine: 'queued' } },
+      { name: 's-spawn', schedule: { every: '10m' } },
+    ])
+    const errors = await api.registration()
+    expect(Object.keys(errors)).toEqual(['q-every'])
+    expect(errors['q-every']).toMatchObject({ code: 'NOT_SUPPORTED', target: 'schedule.engine' })
+    expect(errors['q-every'].message).toMatch(/table cds_outbox_Messages is missing: deploy CAP's queue model \(@sap\/cds\/srv\/outbox/)
+    // (its override from the cds 9 test survives the restart)
+    expect((await api.pipeline('s-spawn')).schedule).toBe('every 20 min (spawn)')
+  })
+})
