@@ -55,6 +55,10 @@ export const QUEUE = {
   model: '@sap/cds/srv/outbox',
   /** First `@sap/cds` major whose queued schedules change live (SPEC "Versioning"). */
   liveChangeMajor: 10,
+  /** Each instance checks a pipeline's task this long after it is due (ms) and flushes the queue if it still waits. */
+  watchGrace: 250,
+  /** Re-check interval of the watchdog after a flush or an error (ms). */
+  watchRetry: 1000,
 } as const
 export const TRANSACTION_SCOPES = ['batch', 'run'] as const
 export type TransactionScope = (typeof TRANSACTION_SCOPES)[number]

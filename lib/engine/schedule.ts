@@ -247,8 +247,8 @@ const MISSING_TABLE = /no such table|does not exist|invalid table name|not found
  * instance wins each tick and restarts never add a second task.
  */
 export class QueuedSchedules {
-  /** Local flushes armed for tasks this process did not write itself (kept across a restart). */
-  private readonly armed = new Map<string, NodeJS.Timeout>()
+  /** The watchdog timer of each pipeline's task in this process. */
+  private readonly watched = new Map<string, NodeJS.Timeout>()
 
   constructor(private readonly host: QueueHost) {}
 
@@ -291,7 +291,7 @@ export class QueuedSchedules {
     const now = Date.now()
     if (existing && isSameTask(existing, every)) {
       const due = Date.parse(existing.timestamp ?? '')
-      this.arm(pipeline, Number.isNaN(due) ? 0 : Math.max(0, due - now))
+      this.watch(pipeline, spec, Number.isNaN(due) ? now : due)
       LOG.debug(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} kept (next tick ${existing.timestamp})`)
       return 'kept'
     }
@@ -306,13 +306,14 @@ export class QueuedSchedules {
         throw new PipelineError('NOT_SUPPORTED', `Queued schedules need named tasks (srv.schedule(...).as(name)), which @sap/cds ${cds.version} lacks; upgrade to @sap/cds 10 or use engine 'spawn'`, { target: 'schedule.engine' })
       await builder.as(queuedTaskName(pipeline))
     })
+    this.watch(pipeline, spec, now + after)
     LOG.info(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} scheduled (${scheduleLabel(spec)})`)
     return 'written'
   }
 
   /** Removes the pipeline's task (no-op when there is none); returns the number of rows removed. */
   async unschedule(pipeline: string): Promise<number> {
-    this.disarm(pipeline)
+    this.unwatch(pipeline)
     if (typeof this.host.unschedule !== 'function') return 0
     const result = await this.inTx(() => this.host.unschedule!(queuedTaskName(pipeline)))
     const removed = typeof result === 'number' ? result : Number((result as { affected?: number } | undefined)?.affected ?? 0)
@@ -340,33 +341,72 @@ export class QueuedSchedules {
     await this.inTx(() => queued.send(QUEUE.runEvent, message), message.tenant)
   }
 
-  /** Clears the local flush timers (shutdown). */
+  /** Stops the watchdogs (shutdown); the tasks stay in the database. */
   stop(): void {
-    for (const pipeline of [...this.armed.keys()]) this.disarm(pipeline)
+    for (const pipeline of [...this.watched.keys()]) this.unwatch(pipeline)
   }
 
   /**
-   * CAP's queue arms its processing timer in the process that wrote or last ran a task. A task
-   * kept from before a restart has none here: flush the queue when it is due (every instance
-   * does; the queue's row lock lets one of them run the tick).
+   * The watchdog of a pipeline's task in this instance. CAP's queue arms its processing timer
+   * only in the process that wrote or last ran a task: a task kept from before a restart has
+   * none, and when the instance that ran the last tick dies, the others would wait for the
+   * queue's periodic flush (`cds.requires.scheduling.flushInterval`, 1 h). So every instance
+   * looks at the task shortly after it is due and flushes CAP's queue if it is still waiting
+   * (the queue's row lock lets one instance run the tick). A task left `processing` by a dead
+   * instance for longer than the queue's `timeout` is written anew (cds 10's queue does not
+   * pick it up again by itself).
    */
-  private arm(pipeline: string, delay: number): void {
-    this.disarm(pipeline)
-    const step = Math.min(delay + 50, 2 ** 31 - 1)
-    const timer = setTimeout(() => {
-      this.armed.delete(pipeline)
-      if (step < delay + 50) return this.arm(pipeline, delay + 50 - step)
-      const queued = (cds as unknown as { queued(srv: unknown): QueuedService }).queued(this.host)
-      Promise.resolve(queued.flush?.()).catch(error => LOG.warn(`pipeline '${pipeline}': flushing the task queue failed: ${(error as Error).message}`))
-    }, step)
-    timer.unref()
-    this.armed.set(pipeline, timer)
+  private watch(pipeline: string, spec: ScheduleSpec, dueAt: number): void {
+    this.unwatch(pipeline)
+    this.plan(pipeline, spec, Math.max(0, dueAt - Date.now()) + QUEUE.watchGrace)
   }
 
-  private disarm(pipeline: string): void {
-    const timer = this.armed.get(pipeline)
+  private plan(pipeline: string, spec: ScheduleSpec, delay: number): void {
+    const step = Math.min(delay, 2 ** 31 - 1)
+    const timer = setTimeout(() => {
+      if (this.watched.get(pipeline) !== timer) return
+      if (step < delay) return this.plan(pipeline, spec, delay - step)
+      this.check(pipeline, spec).catch(error => LOG.debug(`pipeline '${pipeline}': watchdog failed: ${(error as Error).message}`))
+    }, step)
+    timer.unref()
+    this.watched.set(pipeline, timer)
+  }
+
+  private async check(pipeline: string, spec: ScheduleSpec): Promise<void> {
+    const timer = this.watched.get(pipeline)
+    let next: number = QUEUE.watchRetry
+    try {
+      const row = await this.read(pipeline)
+      if (this.watched.get(pipeline) !== timer) return // unscheduled or reinstalled meanwhile
+      if (!row) {
+        this.unwatch(pipeline) // removed (by another instance): nothing to watch
+        return
+      }
+      const now = Date.now()
+      const due = Date.parse(row.timestamp ?? '')
+      if (Number.isNaN(due) || due + QUEUE.watchGrace > now) next = (Number.isNaN(due) ? now : due) + QUEUE.watchGrace - now
+      else if (row.status === 'processing') {
+        if (now - due > queueTimeout()) {
+          LOG.warn(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} stuck in 'processing' since ${row.timestamp} (its instance died?): writing it anew`)
+          await this.unschedule(pipeline)
+          await this.install(pipeline, spec)
+          return
+        }
+      } else {
+        LOG.debug(`pipeline '${pipeline}': queued task due ${row.timestamp} still waiting: flushing CAP's task queue`)
+        const queued = (cds as unknown as { queued(srv: unknown): QueuedService }).queued(this.host)
+        await Promise.resolve(queued.flush?.())
+      }
+    } catch (error) {
+      LOG.debug(`pipeline '${pipeline}': watchdog check failed: ${(error as Error).message}`)
+    }
+    if (this.watched.get(pipeline) === timer) this.plan(pipeline, spec, Math.max(next, 50))
+  }
+
+  private unwatch(pipeline: string): void {
+    const timer = this.watched.get(pipeline)
     if (timer) clearTimeout(timer)
-    this.armed.delete(pipeline)
+    this.watched.delete(pipeline)
   }
 
   /** Runs `fn` in its own root transaction (privileged), committed before returning. */
@@ -383,6 +423,17 @@ export class QueuedSchedules {
 
 function run(query: unknown): Promise<unknown> {
   return (cds as unknown as { run(q: unknown): Promise<unknown> }).run(query)
+}
+
+/** The queue's processing timeout in ms (`cds.requires.queue.timeout`, default 1 h). */
+function queueTimeout(): number {
+  const value = ((cds.env.requires as Record<string, unknown>).queue as { timeout?: string | number } | undefined)?.timeout
+  if (typeof value === 'number') return value
+  try {
+    return typeof value === 'string' ? parseDuration(value.replace(/\s+/g, ''), 'cds.requires.queue.timeout') : 3_600_000
+  } catch {
+    return 3_600_000
+  }
 }
 
 function modelHasQueue(): boolean {

@@ -301,6 +301,23 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     expect(new Date(first).getUTCSeconds()).toBeLessThan(5)
   }, 90_000)
 
+  test("a task left 'processing' by a dead instance is written anew after the queue's timeout (cds 10's queue would not pick it up again)", async () => {
+    await stop()
+    const { DatabaseSync } = require('node:sqlite') as typeof import('node:sqlite')
+    const db = new DatabaseSync(database)
+    // what a kill -9 between the queue's "status = processing" and its delete leaves behind
+    db.prepare("UPDATE cds_outbox_Messages SET status = 'processing', timestamp = ? WHERE task = ?").run(new Date(Date.now() - 5000).toISOString(), task('q-every'))
+    db.close()
+    const next = PIPELINES.map(p => (p.name === 'q-gone' ? { ...p, schedule: undefined } : p))
+    await start(next)
+    const before = (await api.runs('q-every')).length
+    await waitFor(async () => (await api.runs('q-every')).length >= before + 2, 'q-every ticking again', 10_000)
+    const rows = await api.tasks('q-every')
+    expect(rows).toHaveLength(1)
+    expect(rows[0].attempts).toBe(0)
+    expect(app!.output()).toMatch(/stuck in 'processing'/)
+  })
+
   test('on cds 9 (injected version) a queued schedule change is saved, rejected with 409 guidance, and applies at the next restart', async () => {
     await stop()
     await start(PIPELINES, { QUEUED_HOST_VERSION: '9.9.3' })
