@@ -255,4 +255,72 @@ describe('three instances on one PostgreSQL database', () => {
       await cluster.close()
     }
   })
+
+  test('a queued schedule (one named task in CAP\'s queue) on three instances yields exactly one run per tick, also after kill -9 of the instance running them', async () => {
+    const EVERY = 3000
+    const cluster = await startCluster('queued', {
+      SCALE_OUT_SCHEDULE: 'queued', SCALE_OUT_EVERY: `${EVERY}ms`, SCALE_OUT_WRITE_DELAY: '100', cds_requires_scheduling_flushInterval: '2s',
+    })
+    try {
+      const { instances, database } = cluster
+      await pgQuery(database, `INSERT INTO scale_events (id, label) SELECT i, 'event ' || i FROM generate_series(1, 100) AS i`)
+      // one task for the pipeline, whichever instances wrote or kept it
+      const tasks = await pgQuery<{ task: string }>(database, `SELECT task FROM cds_outbox_messages WHERE task LIKE '%ticker%'`)
+      expect(tasks).toHaveLength(1)
+
+      // a fixed window of TICKS intervals, starting at the first run
+      const TICKS = 5
+      const first = await waitFor(async () => (await runsOf(instances[0], 'ticker'))[0], 'the first queued tick', 3 * EVERY)
+      const windowStart = Date.parse(first.startTime)
+      await sleep(Math.max(0, windowStart + TICKS * EVERY - 500 - Date.now()))
+      const runs = (await runsOf(instances[1], 'ticker')).filter(r => Date.parse(r.startTime) < windowStart + TICKS * EVERY - 500)
+      const starts = runs.map(r => Date.parse(r.startTime))
+      const gaps = starts.slice(1).map((start, i) => start - starts[i])
+      const log = await runLog(database, 'ticker')
+      const byInstance = Object.values(Object.groupBy(log, l => l.instance)).map(l => l!.length)
+      console.log(`queued schedule (every ${EVERY} ms) on 3 instances, ${TICKS} ticks: ${runs.length} runs, gaps ${JSON.stringify(gaps)} ms, runs per instance ${JSON.stringify(byInstance)}`)
+      expect(runs).toHaveLength(TICKS)
+      // one run per tick: consecutive runs one interval apart, never two in one interval
+      for (const gap of gaps) {
+        expect(gap).toBeGreaterThan(EVERY * 0.6)
+        expect(gap).toBeLessThan(EVERY * 1.6)
+      }
+      expect(runs.every(r => r.trigger === 'scheduled')).toBe(true)
+      expectNoOverlap(runs)
+      // still one task: a tick never turns into a second task or a dead letter
+      expect(await pgQuery(database, `SELECT task FROM cds_outbox_messages WHERE task LIKE '%ticker%'`)).toHaveLength(1)
+
+      // kill -9 of the instance running the ticks: a surviving instance goes on with them, one per
+      // tick. CAP's queue re-arms a task's timer only in the process that ran it; the others find
+      // the due task at their periodic queue flush (cds.requires.scheduling.flushInterval: 2 s
+      // here, 1 h by CAP's default), whose row lock lets one of them run it.
+      // (between two ticks, so that no run of the victim holds a lease the next tick would wait for)
+      await waitFor(async () => {
+        const latest = (await runsOf(instances[1], 'ticker')).at(-1)!
+        return latest.endTime && Date.now() - Date.parse(latest.startTime) < EVERY - 700
+      }, 'a pause between two ticks', 2 * EVERY)
+      const ticking = (await runLog(database, 'ticker')).at(-1)!.instance
+      const victim = instances.find(i => `pid ${i.child.pid}` === ticking)!
+      await victim.kill()
+      const killedAt = Date.now()
+      const survivor = instances.find(i => i !== victim)!
+      const resumed = await waitFor(async () => {
+        const later = (await runsOf(survivor, 'ticker')).filter(r => Date.parse(r.startTime) > killedAt && r.endTime)
+        return later.length >= 3 && later
+      }, 'three ticks after the kill', 6 * EVERY)
+      const resumedStarts = resumed.map(r => Date.parse(r.startTime))
+      const resumedGaps = resumedStarts.slice(1).map((start, i) => start - resumedStarts[i])
+      const resumedBy = new Set((await runLog(database, 'ticker')).filter(l => resumed.some(r => r.ID === l.runId)).map(l => l.instance))
+      console.log(`kill -9 of the ticking instance: the next tick ran ${resumedStarts[0] - killedAt} ms after the kill, by ${[...resumedBy].join(', ')}; gaps ${JSON.stringify(resumedGaps)} ms`)
+      expect(resumedBy.has(ticking)).toBe(false)
+      for (const gap of resumedGaps) {
+        expect(gap).toBeGreaterThan(EVERY * 0.6)
+        expect(gap).toBeLessThan(EVERY * 1.6)
+      }
+      expectNoOverlap(await runsOf(survivor, 'ticker'))
+      expect(await pgQuery(database, `SELECT task FROM cds_outbox_messages WHERE task LIKE '%ticker%'`)).toHaveLength(1)
+    } finally {
+      await cluster.close()
+    }
+  })
 })
