@@ -274,7 +274,10 @@ export class QueuedSchedules {
 
   /** The pipeline's task row, or undefined; a missing table becomes a guidance error. */
   async read(pipeline: string): Promise<QueueRow | undefined> {
-    const query = ql.SELECT.one.from(QUEUE.entity).columns('ID', 'task', 'timestamp', 'msg', 'attempts', 'status', 'lastError').where({ task: queuedTaskName(pipeline) })
+    const appid = (cds.env as unknown as { appid?: string }).appid
+    // `cds.appid` isolates apps sharing one database (CAP's own unschedule filters on it too)
+    const query = ql.SELECT.one.from(QUEUE.entity).columns('ID', 'task', 'timestamp', 'msg', 'attempts', 'status', 'lastError')
+      .where({ task: queuedTaskName(pipeline), ...(appid ? { appid } : {}) })
     return (await this.inTx(() => run(query))) as QueueRow | undefined
   }
 
