@@ -600,18 +600,19 @@ describe('flush', () => {
 })
 
 describe('schedules', () => {
-  test('schedule { every: "10m" } is labelled in the tracker; queued and cron are rejected with a clear message', async () => {
+  test('schedule { every: "10m" } is labelled in the tracker; cron with spawn and malformed cron are rejected with a clear message', async () => {
     await ctx.engine.addPipeline(copyPipeline('sc-label', { schedule: { every: '10m' } }) as never)
     expect((await ctx.engine.status('sc-label')).schedule).toBe('every 10 min (spawn)')
     await ctx.engine.addPipeline(copyPipeline('sc-default', { schedule: {} }) as never)
     expect((await ctx.engine.status('sc-default')).schedule).toBe('every 10 min (spawn)')
 
-    await expect(ctx.engine.addPipeline(copyPipeline('sc-queued', { schedule: { every: '10m', engine: 'queued' } }) as never))
-      .rejects.toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule.engine', message: expect.stringMatching(/queued.*not available/) })
-    await expect(ctx.engine.addPipeline(copyPipeline('sc-cron', { schedule: '*/5 * * * *' }) as never))
-      .rejects.toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule', message: expect.stringMatching(/cron.*queued/) })
-    expect(ctx.engine.getPipelineNames()).not.toContain('sc-queued')
-    expect(ctx.engine.getPipelineNames()).not.toContain('sc-cron')
+    // queued schedules themselves: test/integration/queued-schedule.test.ts (on a file database)
+    await expect(ctx.engine.addPipeline(copyPipeline('sc-cron-spawn', { schedule: { cron: '*/5 * * * *', engine: 'spawn' } }) as never))
+      .rejects.toMatchObject({ code: 'INVALID_CONFIG', target: 'schedule.engine', message: expect.stringMatching(/cron needs engine 'queued'/) })
+    await expect(ctx.engine.addPipeline(copyPipeline('sc-cron-bad', { schedule: '*/5 * * *' }) as never))
+      .rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/has 4 fields; expected 5/) })
+    expect(ctx.engine.getPipelineNames()).not.toContain('sc-cron-spawn')
+    expect(ctx.engine.getPipelineNames()).not.toContain('sc-cron-bad')
   })
 
   test('schedule: 300 runs by itself with trigger scheduled; setEnabled(false) stops ticks while execute still works', async () => {

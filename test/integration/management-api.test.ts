@@ -326,8 +326,8 @@ describe('schedules and enabled flag over HTTP', () => {
 
     expectError(await POST(`${B('books')}.setSchedule`, { every: 0 }), 400, 'every')
     expectError(await POST(`${B('books')}.setSchedule`, { engine: 'cronjob' }), 400, 'engine')
-    expectError(await POST(`${B('books')}.setSchedule`, { cron: '*/5 * * * *' }), 400, 'cron')
-    expectError(await POST(`${B('books')}.setSchedule`, { cron: '*/5 * * * *', engine: 'queued' }), 400, 'queued')
+    expectError(await POST(`${B('books')}.setSchedule`, { cron: '*/5 * * *' }), 400, 'cron')
+    expectError(await POST(`${B('books')}.setSchedule`, { cron: '*/5 * * * *', engine: 'spawn' }), 400, 'engine')
     expect((await pipelineRow('books')).schedule).toBe('every 2 min (spawn)')
   })
 
