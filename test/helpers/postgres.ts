@@ -69,7 +69,12 @@ function assertName(database: string): void {
 
 export async function createDatabase(database: string): Promise<string> {
   assertName(database)
-  await pgQuery('postgres', `CREATE DATABASE ${database}`)
+  try {
+    await pgQuery('postgres', `CREATE DATABASE ${database}`)
+  } catch (error) {
+    throw new Error(`PostgreSQL at ${PG.host}:${PG.port} (user ${PG.user}) could not create database ${database}: ${(error as Error).message}. ` +
+      'The scale-out tests and the `postgres` test project need a PostgreSQL server; set PGHOST/PGPORT/PGUSER/PGPASSWORD to point at one.', { cause: error })
+  }
   return database
 }
 
