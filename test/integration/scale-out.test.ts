@@ -259,7 +259,7 @@ describe('three instances on one PostgreSQL database', () => {
   test('a queued schedule (one named task in CAP\'s queue) on three instances yields exactly one run per tick, also after kill -9 of the instance running them', async () => {
     const EVERY = 3000
     const cluster = await startCluster('queued', {
-      SCALE_OUT_SCHEDULE: 'queued', SCALE_OUT_EVERY: `${EVERY}ms`, SCALE_OUT_WRITE_DELAY: '100', cds_requires_scheduling_flushInterval: '2s',
+      SCALE_OUT_SCHEDULE: 'queued', SCALE_OUT_EVERY: `${EVERY}ms`, SCALE_OUT_WRITE_DELAY: '100',
     })
     try {
       const { instances, database } = cluster
@@ -291,9 +291,10 @@ describe('three instances on one PostgreSQL database', () => {
       expect(await pgQuery(database, `SELECT task FROM cds_outbox_messages WHERE task LIKE '%ticker%'`)).toHaveLength(1)
 
       // kill -9 of the instance running the ticks: a surviving instance goes on with them, one per
-      // tick. CAP's queue re-arms a task's timer only in the process that ran it; the others find
-      // the due task at their periodic queue flush (cds.requires.scheduling.flushInterval: 2 s
-      // here, 1 h by CAP's default), whose row lock lets one of them run it.
+      // tick. CAP's queue re-arms a task's timer only in the process that ran it, and its periodic
+      // flush in the others comes only every cds.requires.scheduling.flushInterval (default 1 h);
+      // the engine's per-instance watchdog flushes the queue once the task is overdue, and the
+      // queue's row lock lets one of the survivors run it.
       // (between two ticks, so that no run of the victim holds a lease the next tick would wait for)
       await waitFor(async () => {
         const latest = (await runsOf(instances[1], 'ticker')).at(-1)!
