@@ -313,10 +313,11 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await page.locator(byId('scheduleDialog')).waitFor()
     await page.locator(byId('scheduleEngine')).click()
     await page.locator('.sapMSelectList li', { hasText: 'queued' }).click()
+    await page.locator(`${byId('scheduleCron')} input`).fill('*/5 * * *')
     await page.locator(byId('scheduleConfirm')).click()
     const box = page.locator('.sapMMessageBox')
     await box.waitFor()
-    expect(await box.innerText()).toMatch(/engine: 'queued' schedules are not available/)
+    expect(await box.innerText()).toMatch(/cron: '\*\/5 \* \* \*' has 4 fields; expected 5/)
     await box.locator('button', { hasText: 'Close' }).click()
     // flush asks for confirmation; cancelling leaves the pipeline as it is
     await page.locator(byId('flushButton')).click()
