@@ -51,7 +51,8 @@ interface Checkpoint extends Watermark {
 export class PipelineRun {
   readonly runId = randomUUID()
   readonly statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
-  private readonly startTime = new Date()
+  /** When the run started: set again once the guard holds (the row's startTime), so history windows never overlap. */
+  private startTime = new Date()
   private heartbeat?: NodeJS.Timeout
   private leaseLost = false
   /** The tracker row as the guard left it. */
@@ -71,9 +72,10 @@ export class PipelineRun {
   /** Guard and history row; throws PIPELINE_RUNNING when another run holds the pipeline. */
   async begin(): Promise<void> {
     const { pipeline } = this.prepared
-    const { row, staleRun } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
+    const { row, staleRun, startTime } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
       trigger: this.request.trigger, mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
     })
+    if (startTime) this.startTime = new Date(startTime)
     if (staleRun) LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closed it as failed and took over`)
     this.row = row
     this.heartbeat = setInterval(() => this.renewLease(), Math.max(200, Math.floor(pipeline.leaseDuration / 3)))
