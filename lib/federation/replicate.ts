@@ -201,5 +201,6 @@ export async function startReplication(csn: FederationCsn | undefined = (cds as 
 
 /** Registers replication for when the app serves (CAP awaits `served` listeners in order). */
 export function registerReplicate(): void {
+  // oxlint-disable-next-line typescript/no-misused-promises -- CAP awaits the promise of a 'served' listener
   cds.on('served', () => startReplication().then(() => undefined))
 }

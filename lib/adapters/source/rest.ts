@@ -222,7 +222,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
    */
   protected async transport(): Promise<RestTransport> {
     const credentials = this.binding().credentials ?? {}
-    const headers = { ...(credentials.headers ?? {}) }
+    const headers = { ...credentials.headers }
     if (credentials.destination) {
       const { client, problem } = await loadCloudSdk()
       if (!client)
@@ -347,8 +347,10 @@ export class RestSourceAdapter extends BaseSourceAdapter {
 
   /** A clean error from an HTTP client error: remote status, Retry-After, path — never headers or bodies. */
   protected failure(error: unknown, path: string, secrets: string[], where: string, timeout?: number): RestSourceError {
-    const chain: Array<Record<string, any>> = []
-    for (let e = error as Record<string, any> | undefined, depth = 0; e && typeof e === 'object' && depth < 6; e = e.cause, depth++) chain.push(e)
+    // the error and its causes, as far as they are objects (HTTP clients nest the response or the system error)
+    interface ErrorLink { cause?: unknown; response?: { status?: unknown; headers?: Record<string, unknown> }; name?: unknown; code?: unknown; message?: unknown }
+    const chain: ErrorLink[] = []
+    for (let e = error as ErrorLink | undefined, depth = 0; e && typeof e === 'object' && depth < 6; e = e.cause as ErrorLink | undefined, depth++) chain.push(e)
     const response = chain.map(e => e.response).find(r => r && typeof r.status === 'number') as { status: number; headers?: Record<string, unknown> } | undefined
     if (response) {
       const status = response.status

@@ -155,7 +155,7 @@ function asRows(result: unknown): Row[] {
 
 /** Runs `tasks` with at most `limit` in flight. */
 async function pool<T>(tasks: Array<() => Promise<T>>, limit = 4): Promise<T[]> {
-  const results: T[] = new Array(tasks.length)
+  const results: T[] = Array.from({ length: tasks.length })
   let next = 0
   const worker = async () => {
     while (next < tasks.length) {

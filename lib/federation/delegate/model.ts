@@ -213,7 +213,7 @@ function computeDelegation(entity: LinkedEntity): DelegateInfo | undefined {
     const source = sourceOf(def)
     if (!source) return undefined
     const sources = columnSources(def)
-    for (const [local, current] of [...renames]) {
+    for (const [local, current] of renames) {
       const next = sources.get(current)
       if (next) renames.set(local, next)
       else renames.delete(local)

@@ -250,7 +250,7 @@ export function attachDelegation(srv: ApplicationService): { delegated: string[]
       }
     })
   }
-  LOG._debug && LOG.debug(`${srv.name}: delegated ${delegated.join(', ') || '-'}; federated local ${[...local].join(', ') || '-'}`)
+  if (LOG._debug) LOG.debug(`${srv.name}: delegated ${delegated.join(', ') || '-'}; federated local ${[...local].join(', ') || '-'}`)
   return { delegated, local: [...local] }
 }
 
