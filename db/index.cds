@@ -43,6 +43,9 @@ entity Pipelines {
       // Watermark reached by the committed batches of an unfinished (failed or killed) delta run;
       // the next run resumes from it, so a restart re-reads at most the batch that was in flight.
       checkpoint  : LargeString;
+      // Deletes in delta mode: JSON of the last key reconciliation sweep (time, status, deleted,
+      // sourceKeys, targetKeys, rows, durationMs, error) and the delta runs since the last completed one.
+      lastSweep   : LargeString;
 }
 
 /** One row per run, successful or failed. */

@@ -10,7 +10,7 @@ import {
 import { invalidConfig } from './errors.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
-import { parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
+import { parseDuration, parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
 import type { SourceAdapterClass, TargetAdapterClass } from '../adapters/types.js'
 import type { RestConfig } from '../adapters/source/rest.js'
 
@@ -63,6 +63,26 @@ export interface DeltaConfig {
   dateField?: string
   /** `datetime-fields` mode: the time part (Edm.TimeOfDay / `cds.Time`), interpreted as UTC. */
   timeField?: string
+  /** Soft-delete field of the source: a row read with it set (true, or any non-null value such as a deletion timestamp) is a delete. */
+  deletedField?: string
+  /** What a soft-deleted row does to the replica: `delete` (default) removes it, `flag` keeps it with the field set. */
+  deletedAction?: 'delete' | 'flag'
+}
+
+/** Key reconciliation (README "Deletes in delta mode"): local rows whose key is gone at the source are deleted. */
+export interface DeletesConfig {
+  /** When a delta run sweeps: every run, every n-th run (`{ every: 10 }`), or at most once per interval (`{ every: '6h' }`). */
+  sweep: 'always' | { every: number | string }
+  /** Largest share of the replica's rows one sweep may delete (default 0.5); more fails the run, naming this setting. */
+  maxShare?: number
+  /** `true` lets a sweep delete more than `maxShare` (e.g. once, after a known mass deletion at the source). */
+  force?: boolean
+}
+
+export interface ResolvedDeletes {
+  sweep: { always: true } | { runs: number } | { interval: number }
+  maxShare: number
+  force: boolean
 }
 
 export interface RetryConfig {
@@ -93,6 +113,8 @@ export interface PipelineConfig {
   /** Transaction scope: unset = per batch for delta, one transaction for full/partial refreshes; `run` or `batch` force one for every mode. */
   transaction?: TransactionScope
   refresh?: RefreshConfig
+  /** Deletes in delta mode by key reconciliation (a soft-delete field is `delta.deletedField`). */
+  deletes?: DeletesConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
   leaseDuration?: number
 }
@@ -111,6 +133,7 @@ export interface ResolvedPipeline {
   transaction: TransactionScope
   retry: Required<RetryConfig>
   leaseDuration: number
+  deletes?: ResolvedDeletes
 }
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
@@ -194,6 +217,10 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     } else if (config.delta.field !== undefined && (typeof config.delta.field !== 'string' || !config.delta.field)) {
       throw invalidConfig('delta.field', 'must be a non-empty string')
     }
+    const { deletedField, deletedAction } = config.delta
+    if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
+    if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
+    if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
     delta = { ...config.delta, mode: deltaMode }
   }
 
@@ -211,6 +238,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   }
   if (config.refresh?.slice !== undefined && shape !== 'query')
     throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
+  const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
 
@@ -231,7 +259,38 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
       maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
     },
     leaseDuration,
+    deletes,
   }
+}
+
+const DELETES_KEYS = ['sweep', 'maxShare', 'force']
+
+/** `deletes`: checked shape, defaults applied; every error names its key. */
+function resolveDeletes(config: PipelineConfig, shape: ResolvedPipeline['shape'], sourceKind: string | undefined, target: TargetConfig, options: ResolveOptions): ResolvedDeletes | undefined {
+  const deletes: unknown = config.deletes
+  if (deletes === undefined || deletes === null) return undefined
+  if (!isPlainObject(deletes)) throw invalidConfig('deletes', "must be an object such as { sweep: 'always' } or { sweep: { every: 10 } }")
+  for (const key of Object.keys(deletes)) if (!DELETES_KEYS.includes(key)) throw invalidConfig(`deletes.${key}`, `is not a deletes setting; expected one of ${DELETES_KEYS.join(', ')}`)
+  if (shape === 'query') throw invalidConfig('deletes', 'is not possible with source.query (a derived snapshot is rebuilt by full or partial-refresh runs)')
+  const { sweep, maxShare = 0.5, force = false } = deletes
+  let when: ResolvedDeletes['sweep']
+  if (sweep === 'always') when = { always: true }
+  else if (isPlainObject(sweep) && Object.keys(sweep).length === 1 && sweep.every !== undefined) {
+    const every = sweep.every
+    if (typeof every === 'number') {
+      if (!Number.isInteger(every) || every < 1) throw invalidConfig('deletes.sweep.every', 'must be a positive integer (every n-th delta run) or a duration such as 6h')
+      when = { runs: every }
+    } else if (typeof every === 'string') when = { interval: parseDuration(every, 'deletes.sweep.every') }
+    else throw invalidConfig('deletes.sweep.every', 'must be a positive integer (every n-th delta run) or a duration such as 6h')
+  } else throw invalidConfig('deletes.sweep', "must be 'always' or { every: <n runs | duration such as '6h'> }")
+  if (typeof maxShare !== 'number' || !(maxShare > 0 && maxShare <= 1)) throw invalidConfig('deletes.maxShare', 'must be a number greater than 0 and at most 1 (the largest share of the replica one sweep may delete)')
+  if (typeof force !== 'boolean') throw invalidConfig('deletes.force', 'must be a boolean')
+  if (sourceKind === 'rest' && !isPlainObject(config.rest?.keys))
+    throw invalidConfig('rest.keys', 'is required for deletes.sweep with a REST source: { path } of a key listing in ascending key order')
+  const targetKind = target.kind ?? (target.service && target.service !== 'db' ? options.serviceKind?.(target.service) : undefined)
+  if (!target.adapter && targetKind && REMOTE_TARGET_KINDS.has(targetKind))
+    throw invalidConfig('deletes', `key reconciliation needs a database target (or a custom target.adapter implementing readKeys/deleteKeys); target '${target.service}' is of kind ${targetKind}`)
+  return { sweep: when, maxShare, force }
 }
 
 /** Keys whose values are never written to the tracker, the API or logs. */

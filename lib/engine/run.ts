@@ -11,6 +11,8 @@ import { Tracker, type PipelineRow } from './tracker.js'
 import { WatermarkTracker, type Watermark } from './watermark.js'
 import { serializable, type DataRecord, type ResolvedPipeline, type SlicePredicate } from './config.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
+import { SoftDeletes } from './soft-delete.js'
+import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
@@ -140,6 +142,7 @@ export class PipelineRun {
     const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
     const db = await connect('db')
     const context = { runId, mode: request.mode, batchIndex: 0 }
+    const softDeletes = SoftDeletes.of(this.prepared)
 
     const body = async () => {
       if (request.mode === 'full') this.statistics.deleted += await target.truncate(context)
@@ -148,6 +151,7 @@ export class PipelineRun {
       for await (const batch of prefetch(stream)) {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
         watermark.observe(batch)
+        const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
         const index = batchIndex++
         // returns the run's totals including this batch; they count only once the batch commits
         const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
@@ -158,6 +162,7 @@ export class PipelineRun {
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
           }
+          if (gone.length) totals.deleted += await softDeletes!.apply(gone, { ...context, batchIndex: index })
           // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
           const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted
           if (tx && changed) {
@@ -169,6 +174,7 @@ export class PipelineRun {
         }
         Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
       }
+      if (request.mode === 'delta') this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
     }
     if (atomic) {
       try {

@@ -3,6 +3,7 @@ import type { CsnEntity } from '../../model/csn.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
+import { PipelineError } from '../../engine/errors.js'
 
 /**
  * Base of every source adapter. Subclasses yield the source's records in batches,
@@ -45,6 +46,20 @@ export abstract class BaseSourceAdapter {
    */
   watermarkPlan(): DeltaPlan {
     return deltaPlan(this.pipeline, undefined, [])
+  }
+
+  /**
+   * Deletes sweep (README "Deletes in delta mode"): every key of the source, key columns only,
+   * in ascending order of `keyOrder()`, in pages of at most `batchSize`, never one unbounded
+   * read. Adapters that cannot list keys keep this default, and a sweep fails naming the setting.
+   */
+  readKeys(): AsyncIterable<DataRecord[]> {
+    throw new PipelineError('NOT_SUPPORTED', `deletes.sweep: the source of pipeline '${this.pipeline.name}' (${this.constructor.name}) cannot list its keys; implement readKeys() or use delta.deletedField`, { target: 'deletes.sweep' })
+  }
+
+  /** Source names of the keys `readKeys()` orders by; undefined when its records carry the target's key names (REST). */
+  keyOrder(): string[] | undefined {
+    return undefined
   }
 
   /** Records per batch requested from the source. */

@@ -51,6 +51,20 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request), this.pipeline.retry))
   }
 
+  override keyOrder(): string[] | undefined {
+    return this.entity ? keyNames(this.entity) : undefined
+  }
+
+  /** Deletes sweep: the key columns only, keyset pages in key order (HCQL: with the first page's count). */
+  override async *readKeys(): AsyncGenerator<DataRecord[]> {
+    const entity = this.entity
+    if (!entity || this.pipeline.config.source.query) yield* super.readKeys()
+    else {
+      const keys = keyNames(entity)
+      yield* pagesOf([{ order: keys }], this.batchSize, request => withRetry(() => this.entityPage(entity, keys, request), this.pipeline.retry))
+    }
+  }
+
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */
   protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest): Promise<PageResult> {
     const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)

@@ -73,6 +73,19 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     )
   }
 
+  override keyOrder(): string[] {
+    return this.keys()
+  }
+
+  /** Deletes sweep: `$select` of the keys only, keyset pages in key order (next links followed), retried like reads. */
+  override async *readKeys(): AsyncGenerator<DataRecord[]> {
+    const keys = this.keys()
+    yield* pagesOf([{ order: keys }], this.batchSize, request =>
+      withRetry(() => this.fetchPage(request, keys), this.pipeline.retry, (error, attempt, delay) =>
+        LOG.warn(`pipeline '${this.pipeline.name}': key read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
+    )
+  }
+
   protected typeOf = (field: string): string | undefined => builtinType(this.entity?.elements[field])
 
   /** The relative URL of one page. */

@@ -8,7 +8,8 @@ import type { PipelineConfig } from '../../engine/config.js'
 
 export const REST_PAGINATION_TYPES = ['offset', 'page', 'cursor'] as const
 
-const REST_KEYS = ['path', 'pagination', 'deltaParam', 'dataPath', 'timeout']
+const REST_KEYS = ['path', 'pagination', 'deltaParam', 'dataPath', 'timeout', 'keys']
+const KEY_LISTING_KEYS = ['path', 'dataPath', 'pagination']
 const PAGINATION_KEYS = ['type', 'pageSize', 'cursorParam', 'cursorPath']
 const SECRET_LIKE = /(header|password|secret|token|authorization|api[-_]?key|credential|cookie)/i
 
@@ -51,6 +52,27 @@ export function validateRestConfig(config: PipelineConfig): void {
   if (rest.dataPath !== undefined && !isDotted(rest.dataPath)) throw invalidConfig('rest.dataPath', "must be a dotted path such as 'data.items' (omit it when the body is the array)")
   if (rest.timeout !== undefined && (typeof rest.timeout !== 'number' || !Number.isInteger(rest.timeout) || rest.timeout < 1))
     throw invalidConfig('rest.timeout', 'must be a positive integer (milliseconds)')
+  if (rest.keys !== undefined) validateKeyListing(rest.keys)
   if (isObject(delta) && delta.mode !== undefined && delta.mode !== 'timestamp')
     throw invalidConfig('delta.mode', "must be 'timestamp' for a REST source: rest.deltaParam carries lastSync, an ISO timestamp")
+}
+
+/** `rest.keys`: the key listing a deletes sweep reads (`{ path, dataPath?, pagination? }`, pagination as `rest.pagination`). */
+function validateKeyListing(keys: unknown): void {
+  if (!isObject(keys)) throw invalidConfig('rest.keys', 'must be an object { path, dataPath?, pagination? } (the key listing read by deletes.sweep)')
+  for (const key of Object.keys(keys))
+    if (!KEY_LISTING_KEYS.includes(key)) throw invalidConfig(`rest.keys.${key}`, `is not a key listing setting; expected one of ${KEY_LISTING_KEYS.join(', ')}`)
+  if (!isName(keys.path)) throw invalidConfig('rest.keys.path', 'is required and must be a non-empty string (the endpoint listing all keys in ascending order)')
+  if (keys.dataPath !== undefined && !isDotted(keys.dataPath)) throw invalidConfig('rest.keys.dataPath', "must be a dotted path such as 'data.keys'")
+  const pagination = keys.pagination
+  if (pagination === undefined) return
+  if (!isObject(pagination) || !(REST_PAGINATION_TYPES as readonly unknown[]).includes(pagination.type))
+    throw invalidConfig('rest.keys.pagination.type', `must be one of ${REST_PAGINATION_TYPES.join(', ')}`)
+  for (const key of Object.keys(pagination))
+    if (!PAGINATION_KEYS.includes(key)) throw invalidConfig(`rest.keys.pagination.${key}`, `is not a pagination setting; expected one of ${PAGINATION_KEYS.join(', ')}`)
+  const pageSize = pagination.pageSize
+  if (typeof pageSize !== 'number' || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100_000)
+    throw invalidConfig('rest.keys.pagination.pageSize', 'is required and must be a positive integer (at most 100000)')
+  if (pagination.type === 'cursor' && (!isName(pagination.cursorParam) || !isDotted(pagination.cursorPath)))
+    throw invalidConfig(`rest.keys.pagination.${isName(pagination.cursorParam) ? 'cursorPath' : 'cursorParam'}`, "is required for pagination.type 'cursor'")
 }

@@ -55,6 +55,8 @@ export interface RestConfig {
   dataPath?: string
   /** Request timeout in ms (default 60 s). */
   timeout?: number
+  /** Key listing for deletes sweeps: all keys in ascending order, paged like the collection unless `pagination` is given. */
+  keys?: { path: string; dataPath?: string; pagination?: RestConfig['pagination'] }
 }
 
 /** What a `cds.requires.<service>` entry of a REST source may hold. */
@@ -214,6 +216,18 @@ export class RestSourceAdapter extends BaseSourceAdapter {
       yield records
       position += pagination.type === 'page' ? 1 : records.length
     }
+  }
+
+  /**
+   * Deletes sweep: the records of the key listing `rest.keys` (ascending key order is the
+   * listing's contract; the sweep checks it), read with this adapter's paging and retries.
+   */
+  override async *readKeys(): AsyncGenerator<DataRecord[]> {
+    const keys = this.rest.keys
+    if (!keys) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: rest.keys is required for deletes.sweep with a REST source', { target: 'rest.keys' })
+    const listing = Object.create(this) as RestSourceAdapter
+    listing.rest = { ...this.rest, path: keys.path, dataPath: keys.dataPath ?? this.rest.dataPath, pagination: keys.pagination ?? this.rest.pagination, deltaParam: undefined }
+    yield* listing.readStream({ name: this.pipeline.name, mode: 'full', lastSync: null, lastKey: null })
   }
 
   /**

@@ -1,4 +1,4 @@
-import { and, fromSlice, type Predicate } from '../predicate.js'
+import { and, fromSlice, toCqn, type Predicate } from '../predicate.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../engine/config.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 import type { CsnEntity } from '../../model/csn.js'
@@ -24,6 +24,21 @@ export abstract class BaseTargetAdapter {
 
   /** Deletes the rows matching the predicate; returns the count. */
   abstract deleteSlice(predicate: SlicePredicate, context: WriteContext): Promise<number>
+
+  /**
+   * Deletes sweep (optional): the keys of the rows this pipeline owns (`ownedRows`), the given
+   * key columns only, ascending in that column order, in pages of at most `size` rows.
+   */
+  readKeys?(columns: string[], size: number): AsyncIterable<DataRecord[]>
+
+  /** Deletes (optional): removes the owned rows with these keys (target names); returns how many existed. */
+  deleteKeys?(keys: DataRecord[], context: WriteContext): Promise<number>
+
+  /** Deletes sweep (optional): how many rows the pipeline owns, the base of `deletes.maxShare`. */
+  countRows?(): Promise<number>
+
+  /** Soft delete with `deletedAction: 'flag'` (optional): sets `field` to `value` on the owned rows with these keys not flagged yet; returns how many. */
+  flagKeys?(keys: DataRecord[], field: string, value: unknown, context: WriteContext): Promise<number>
 
   /** Called once before writing; resolve models, connect services. */
   async prepare(): Promise<void> {}
@@ -52,6 +67,12 @@ export const ORIGIN_COLUMN = 'source'
 export function ownedRows(pipeline: ResolvedPipeline, slice?: SlicePredicate): Predicate | undefined {
   const origin = pipeline.config.source.origin
   return and(slice ? fromSlice(slice) : undefined, origin === undefined ? undefined : { field: ORIGIN_COLUMN, op: 'eq', value: origin })
+}
+
+/** CQN `where` tokens matching exactly these key tuples (`in` list for a single key, OR of ANDs otherwise). */
+export function keysWhere(keys: DataRecord[], columns: string[]): unknown[] {
+  if (columns.length === 1) return [{ ref: [columns[0]] }, 'in', { list: keys.map(k => ({ val: k[columns[0]] ?? null })) }]
+  return toCqn({ or: keys.map(key => and(...columns.map(c => ({ field: c, op: 'eq' as const, value: key[c] ?? null })))!) })
 }
 
 /** One record per key, the last occurrence wins (a row read twice within a batch). */

@@ -3,9 +3,9 @@
  * update, a new key a create), deletes for full refreshes and slices. Runs inside the
  * caller's transaction (the engine's per-batch or per-run transaction).
  */
-import { BaseTargetAdapter, ORIGIN_COLUMN, ownedRows, uniqueByKey } from './base.js'
+import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { previewPage } from '../preview.js'
-import { and, toCqn, type Predicate } from '../predicate.js'
+import { after, and, toCqn, type Predicate } from '../predicate.js'
 import { PipelineError } from '../../engine/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
@@ -92,6 +92,50 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
     return this.deleteWhere(ownedRows(this.pipeline, predicate))
+  }
+
+  /** Deletes sweep: owned keys in keyset pages (`where (columns) > (last row)`), never one unbounded read. */
+  override async *readKeys(columns: string[], size: number): AsyncGenerator<DataRecord[]> {
+    const owned = ownedRows(this.pipeline)
+    let last: DataRecord | undefined
+    for (;;) {
+      const filter = and(owned, last && after(columns, last))
+      const query = ql.SELECT.from(this.entity!.name).columns(...columns).orderBy(...columns).limit(size)
+      if (filter) query.where(toCqn(filter))
+      const rows = (await this.db!.run(query)) as DataRecord[]
+      if (rows.length) yield rows
+      if (rows.length < size) return
+      last = rows[rows.length - 1]
+    }
+  }
+
+  override async deleteKeys(keys: DataRecord[], _context: WriteContext): Promise<number> {
+    if (!keys.length) return 0
+    return Number(await this.db!.run(ql.DELETE.from(this.entity!.name).where(this.ownedKeys(keys)))) || 0
+  }
+
+  override async countRows(): Promise<number> {
+    const owned = ownedRows(this.pipeline)
+    const query = ql.SELECT.one.from(this.entity!.name).columns('count(1) as n')
+    if (owned) query.where(toCqn(owned))
+    return Number(((await this.db!.run(query)) as { n?: unknown } | undefined)?.n ?? 0)
+  }
+
+  /** Soft delete 'flag': only rows not flagged yet (null, or false for a Boolean) change, so each row counts once. */
+  override async flagKeys(keys: DataRecord[], field: string, value: unknown, _context: WriteContext): Promise<number> {
+    if (!keys.length) return 0
+    const boolean = builtinType(this.entity!.elements[field]) === 'cds.Boolean'
+    const unflagged: Predicate = boolean ? { or: [{ field, op: 'eq', value: null }, { field, op: 'eq', value: false }] } : { field, op: 'eq', value: null }
+    const where = [...this.ownedKeys(keys), 'and', { xpr: toCqn(unflagged) }]
+    return Number(await this.db!.run(ql.UPDATE.entity(this.entity!.name).set({ [field]: value }).where(where))) || 0
+  }
+
+  /** Where tokens: the pipeline's own rows (its origin) with these keys (target names, origin column excluded). */
+  private ownedKeys(keys: DataRecord[]): unknown[] {
+    const columns = this.keys.filter(k => k !== ORIGIN_COLUMN || this.pipeline.config.source.origin === undefined)
+    const owned = ownedRows(this.pipeline)
+    const byKey = { xpr: keysWhere(keys, columns) }
+    return owned ? [{ xpr: toCqn(owned) }, 'and', byKey] : [byKey]
   }
 
   private async deleteWhere(filter: Predicate | undefined): Promise<number> {

@@ -7,7 +7,7 @@
  * each (the provider reports the affected rows). Every request is one transaction at the
  * provider; a batch is not atomic with the engine's tracker (as with the OData target).
  */
-import { BaseTargetAdapter, ownedRows, uniqueByKey } from './base.js'
+import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { sameRow } from './db.js'
 import { previewPage } from '../preview.js'
 import { and, toCqn, type Predicate } from '../predicate.js'
@@ -101,6 +101,15 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
     return this.deleteWhere(ownedRows(this.pipeline, predicate))
+  }
+
+  /** Soft deletes: one CQN DELETE of the owned rows with these keys. */
+  override async deleteKeys(keys: DataRecord[], _context: WriteContext): Promise<number> {
+    if (!keys.length) return 0
+    const owned = ownedRows(this.pipeline)
+    const byKey = { xpr: keysWhere(keys, this.keys.filter(k => k !== ORIGIN_COLUMN || this.pipeline.config.source.origin === undefined)) }
+    const result = await this.retried(() => this.service!.run(ql.DELETE.from(this.entity!.name).where(owned ? [{ xpr: toCqn(owned) }, 'and', byKey] : [byKey])))
+    return Number(typeof result === 'number' ? result : (result as { affected?: unknown } | undefined)?.affected) || 0
   }
 
   /** One CQN DELETE at the provider; it answers with the number of affected rows. */

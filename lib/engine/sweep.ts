@@ -1,0 +1,273 @@
+/**
+ * Key reconciliation sweep (README "Deletes in delta mode"): after a delta run's batches, the
+ * source's keys are compared with the replica's and the replica's rows whose key is gone at the
+ * source are deleted.
+ *
+ * Bounded memory: both sides are read as key-only keyset pages in the same key order
+ * (`source.readKeys()`, `target.readKeys()`), and the two sorted streams are merged: at any
+ * time one page of each side and at most one page of keys to delete are held, never all keys.
+ * A target key is *proven* missing when the source, read in order, has passed it (returned a
+ * larger key) or has ended. Both streams are checked to be ascending in the order the merge
+ * compares in; a source (or database collation) that orders otherwise fails the sweep instead
+ * of deleting rows that merely sort differently.
+ *
+ * Nothing is deleted wrongly:
+ * - the sweep runs in one database transaction (its own, or the run's with `transaction: 'run'`):
+ *   a sweep that fails midway — a source error after its retries, a lost connection, the guard
+ *   below — rolls back every delete it made;
+ * - the guard: a source that answers empty or truncated because of an error makes every
+ *   replica key after its end look deleted. Once a sweep would delete more than
+ *   `deletes.maxShare` (default 0.5) of the rows the pipeline owns, it stops and fails, naming
+ *   the setting, unless `deletes.force` is true;
+ * - fan-in: only the rows of the pipeline's `source.origin` are read, counted and deleted.
+ *
+ * Its outcome is stored as JSON in the tracker's `lastSweep` (see {@link SweepState}); the
+ * deleted rows count in the run's `deleted` statistics.
+ */
+import cds from '@sap/cds'
+import { PipelineError } from './errors.js'
+import { LOGGER, PIPELINES_ENTITY } from '../constants.js'
+import { ORIGIN_COLUMN } from '../adapters/target/base.js'
+import { builtinType, keyNames, type CsnEntity } from '../model/csn.js'
+import { ql, type QueryRunner } from '../model/ql.js'
+import type { DataRecord } from './config.js'
+import type { PreparedPipeline } from './run.js'
+import type { WriteContext } from '../adapters/types.js'
+
+const LOG = cds.log(LOGGER.engine)
+
+/** The JSON in `Pipelines.lastSweep`: the last sweep's outcome and the count of delta runs since the last completed one. */
+export interface SweepState {
+  /** When the last sweep started (ISO). */
+  time?: string
+  runId?: string
+  status?: 'completed' | 'failed'
+  /** Rows deleted by it (0 when it failed: its deletes were rolled back). */
+  deleted?: number
+  /** Keys read from the source and the target. */
+  sourceKeys?: number
+  targetKeys?: number
+  /** Rows the pipeline owned when it started (the base of `maxShare`). */
+  rows?: number
+  durationMs?: number
+  error?: string
+  /** When the last *completed* sweep started: the base of `{ every: '<duration>' }`. */
+  completedAt?: string
+  /** Delta runs since the last completed sweep: the base of `{ every: <n> }`. */
+  runsSince: number
+}
+
+interface SweepOptions {
+  runId: string
+  /** The run's transaction is open (`transaction: 'run'`): sweep inside it, no own transaction. */
+  atomic: boolean
+  db: QueryRunner
+  context: WriteContext
+  /** The tracker row as the run's guard read it. */
+  row: object
+}
+
+/**
+ * Runs the sweep when it is due for this delta run and records the outcome; returns the number
+ * of rows deleted. Throws (after recording) when the sweep fails; the run then fails.
+ */
+export async function sweepIfDue(prepared: PreparedPipeline, options: SweepOptions): Promise<number> {
+  const deletes = prepared.pipeline.deletes
+  if (!deletes) return 0
+  const previous = readState(options.row)
+  const started = new Date()
+  const due = 'always' in deletes.sweep
+    || ('runs' in deletes.sweep && previous.runsSince + 1 >= deletes.sweep.runs)
+    || ('interval' in deletes.sweep && (!previous.completedAt || started.getTime() - Date.parse(previous.completedAt) >= deletes.sweep.interval))
+  if (!due) {
+    await writeState(prepared, options, { ...previous, runsSince: previous.runsSince + 1 })
+    return 0
+  }
+  const counts = { sourceKeys: 0, targetKeys: 0, rows: 0 }
+  try {
+    const deleted = options.atomic ? await sweep(prepared, options.context, counts) : await options.db.tx(() => sweep(prepared, options.context, counts))
+    const state: SweepState = { time: started.toISOString(), runId: options.runId, status: 'completed', deleted, ...counts, durationMs: Date.now() - started.getTime(), completedAt: started.toISOString(), runsSince: 0 }
+    await writeState(prepared, options, state)
+    LOG.info(`pipeline '${prepared.pipeline.name}': deletes sweep compared ${counts.sourceKeys} source keys with ${counts.targetKeys} local keys and deleted ${deleted} rows in ${state.durationMs} ms`)
+    return deleted
+  } catch (error) {
+    const state: SweepState = {
+      ...previous, time: started.toISOString(), runId: options.runId, status: 'failed', deleted: 0, ...counts,
+      durationMs: Date.now() - started.getTime(), error: String((error as Error)?.message ?? error).slice(0, 1000), runsSince: previous.runsSince + 1,
+    }
+    await writeState(prepared, options, state).catch(e => LOG.warn(`pipeline '${prepared.pipeline.name}': could not record the failed sweep: ${(e as Error).message}`))
+    throw error
+  }
+}
+
+function readState(row: object): SweepState {
+  const text = (row as { lastSweep?: unknown }).lastSweep
+  if (typeof text !== 'string' || !text) return { runsSince: 0 }
+  try {
+    const state = JSON.parse(text) as SweepState
+    return { ...state, runsSince: Number(state.runsSince) || 0 }
+  } catch {
+    return { runsSince: 0 }
+  }
+}
+
+/** Writes `lastSweep` while the run holds the pipeline (in the run's transaction when atomic, else its own). */
+async function writeState(prepared: PreparedPipeline, options: SweepOptions, state: SweepState): Promise<void> {
+  const update = ql.UPDATE.entity(PIPELINES_ENTITY).set({ lastSweep: JSON.stringify(state) }).where({ name: prepared.pipeline.name, currentRun: options.runId })
+  // atomic: joins the run's open transaction; otherwise a root transaction of its own, as the tracker's writes
+  if (options.atomic) await options.db.run(update)
+  else await options.db.tx(tx => tx.run(update))
+}
+
+/** The merge; returns the number of rows deleted. */
+async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: { sourceKeys: number; targetKeys: number; rows: number }): Promise<number> {
+  const { pipeline, source, target, mapping } = prepared
+  const name = pipeline.name
+  const { maxShare, force } = pipeline.deletes!
+  if (!target.readKeys || !target.deleteKeys || !target.countRows)
+    throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: deletes.sweep needs a target that can list, count and delete keys (the database target; pipeline '${name}')`, { target: 'deletes.sweep' })
+  const entity = target.entityDefinition()
+  const origin = pipeline.config.source.origin
+  const targetKeys = entity ? keyNames(entity).filter(k => origin === undefined || k !== ORIGIN_COLUMN) : []
+  // the order both sides are read in: the source's key order, in target names
+  const sourceOrder = source.keyOrder()
+  const order = sourceOrder ? sourceOrder.map(k => mapping?.find(m => m.source === k)?.target ?? k) : targetKeys
+  if (!targetKeys.length || order.length !== targetKeys.length || !targetKeys.every(k => order.includes(k)))
+    throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: deletes.sweep needs the source keys (${(sourceOrder ?? order).join(', ')}) to map onto the target keys (${targetKeys.join(', ')}) of pipeline '${name}'`, { target: 'deletes.sweep' })
+
+  counts.rows = await target.countRows()
+  if (counts.rows === 0) return 0
+  const limit = force ? Infinity : Math.floor(maxShare * counts.rows)
+  const compare = comparator(order, entity)
+  const sourceCursor = new KeyCursor(source.readKeys()[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source')
+  const targetCursor = new KeyCursor(target.readKeys(order, pipeline.batchSize)[Symbol.asyncIterator](), order, compare, 'target')
+  const chunk = pipeline.batchSize
+  let doomed: DataRecord[] = []
+  let planned = 0
+  let deleted = 0
+  try {
+    for (let local = await targetCursor.current(); local; local = await targetCursor.current()) {
+      let remote = await sourceCursor.current()
+      while (remote && compare(remote, local) < 0) {
+        sourceCursor.advance()
+        remote = await sourceCursor.current()
+      }
+      if (remote && compare(remote, local) === 0) {
+        sourceCursor.advance()
+        targetCursor.advance()
+        continue
+      }
+      // proven missing: the source passed this key (or ended) without returning it
+      if (++planned > limit)
+        throw new PipelineError('SOURCE_FAILED',
+          `deletes sweep of pipeline '${name}' stopped: it would delete more than ${Math.round(maxShare * 100)} % of the ${counts.rows} local rows ` +
+          `(deletes.maxShare = ${maxShare}); the source may have answered empty or truncated. Nothing was deleted. ` +
+          'If the source really lost those rows, run once with deletes.force: true or raise deletes.maxShare.', { status: 502, target: 'deletes.maxShare' })
+      doomed.push(Object.fromEntries(order.map((k, i) => [k, local[i]])))
+      targetCursor.advance()
+      if (doomed.length >= chunk) {
+        deleted += await target.deleteKeys(doomed, context)
+        doomed = []
+      }
+    }
+    if (doomed.length) deleted += await target.deleteKeys(doomed, context)
+    // the keys the source has beyond the replica's last one are only counted (no reads beyond need)
+    return deleted
+  } finally {
+    counts.sourceKeys = sourceCursor.count
+    counts.targetKeys = targetCursor.count
+    await Promise.all([sourceCursor.close(), targetCursor.close()])
+  }
+}
+
+type KeyTuple = unknown[]
+type Compare = (a: KeyTuple, b: KeyTuple) => number
+
+const NUMERIC_TYPES = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8', 'cds.Integer64', 'cds.Decimal', 'cds.Double', 'cds.DecimalFloat'])
+
+/**
+ * Orders key tuples as databases order them: numeric key types numerically (integers beyond
+ * 2^53 and numbers sent as text exactly, via BigInt), other types by their text.
+ */
+export function comparator(columns: string[], entity: CsnEntity | undefined): Compare {
+  const numeric = columns.map(c => NUMERIC_TYPES.has(builtinType(entity?.elements[c]) ?? ''))
+  return (a, b) => {
+    for (let i = 0; i < a.length; i++) {
+      const order = numeric[i] ? compareNumbers(a[i], b[i]) : compareText(a[i], b[i])
+      if (order) return order
+    }
+    return 0
+  }
+}
+
+const INTEGER = /^-?\d+$/
+
+function compareNumbers(a: unknown, b: unknown): number {
+  if (a === null || a === undefined || b === null || b === undefined) return compareText(a, b)
+  const [x, y] = [String(a), String(b)]
+  if (INTEGER.test(x) && INTEGER.test(y)) {
+    const [p, q] = [BigInt(x), BigInt(y)]
+    return p === q ? 0 : p < q ? -1 : 1
+  }
+  const [p, q] = [Number(x), Number(y)]
+  return p === q ? 0 : p < q ? -1 : 1
+}
+
+/** Nulls first (as SQLite and CAP's ascending order put them), then text by code points. */
+function compareText(a: unknown, b: unknown): number {
+  const [x, y] = [a ?? null, b ?? null]
+  if (x === null || y === null) return x === y ? 0 : x === null ? -1 : 1
+  const [s, t] = [String(x), String(y)]
+  return s === t ? 0 : s < t ? -1 : 1
+}
+
+/** One side of the merge: the current key of a stream of key pages, checked to ascend. */
+class KeyCursor {
+  count = 0
+  private page: DataRecord[] = []
+  private index = 0
+  private ended = false
+  private tuple?: KeyTuple
+  private previous?: KeyTuple
+
+  constructor(
+    private readonly pages: AsyncIterator<DataRecord[]>,
+    private readonly columns: string[],
+    private readonly compare: Compare,
+    private readonly side: 'source' | 'target',
+  ) {}
+
+  /** The current key, or undefined at the end of the stream. */
+  async current(): Promise<KeyTuple | undefined> {
+    if (this.tuple) return this.tuple
+    while (this.index >= this.page.length) {
+      if (this.ended) return undefined
+      const next = await this.pages.next()
+      if (next.done) {
+        this.ended = true
+        return undefined
+      }
+      this.page = next.value
+      this.index = 0
+    }
+    const record = this.page[this.index]
+    const tuple = this.columns.map(c => record[c] ?? null)
+    if (this.previous && this.compare(this.previous, tuple) > 0)
+      throw new PipelineError('SOURCE_FAILED',
+        `deletes sweep stopped: the ${this.side} returned key (${tuple.join(', ')}) after (${this.previous.join(', ')}), not in ascending key order` +
+        (this.side === 'source' ? ' (a REST key listing must list keys in ascending order)' : ' (the database collation orders keys differently)') + '; nothing was deleted')
+    this.tuple = tuple
+    return tuple
+  }
+
+  advance(): void {
+    this.previous = this.tuple
+    this.tuple = undefined
+    this.index++
+    this.count++
+  }
+
+  async close(): Promise<void> {
+    if (!this.ended) await this.pages.return?.().catch(() => undefined)
+  }
+}
