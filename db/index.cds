@@ -57,6 +57,8 @@ entity PipelineRuns : cuid {
   trigger    : RunTrigger;
   mode       : ReplicationMode;
   error      : LargeString;
+  /** Schema drift found at run start (JSON: source, basis, policy, breaking, changes[], message); null when none or not checked. */
+  drift      : LargeString;
   statistics : Statistics;
 }
 

@@ -117,6 +117,8 @@ export interface PipelineConfig {
   deletes?: DeletesConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
   leaseDuration?: number
+  /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
+  schemaDrift?: SchemaDriftInput
 }
 
 /** What the engine derives from a config: the shape and effective settings. */
@@ -133,6 +135,8 @@ export interface ResolvedPipeline {
   transaction: TransactionScope
   retry: Required<RetryConfig>
   leaseDuration: number
+  /** The pipeline's own `schemaDrift` setting; unset: the app's default (`cds.requires['data-pipeline'].schemaDrift`). */
+  schemaDrift?: SchemaDriftSetting
   deletes?: ResolvedDeletes
 }
 
@@ -241,6 +245,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
+  const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
 
   return {
     name,
@@ -259,6 +264,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
       maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
     },
     leaseDuration,
+    ...(schemaDrift ? { schemaDrift } : {}),
     deletes,
   }
 }
@@ -322,6 +328,38 @@ export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`
   if (isPlainObject(value)) return `{${Object.keys(value).sort().map(k => `${JSON.stringify(k)}:${stableStringify(value[k])}`).join(',')}}`
   return JSON.stringify(value) ?? 'null'
+}
+
+/** What a run does when the source's live schema differs from what the pipeline maps (README "Schema drift"). */
+export type SchemaDriftPolicy = 'warn' | 'fail' | 'ignore'
+export const SCHEMA_DRIFT_POLICIES: readonly SchemaDriftPolicy[] = ['warn', 'fail', 'ignore']
+export type SchemaDriftInput = SchemaDriftPolicy | { policy?: SchemaDriftPolicy; maxAge?: number | string }
+
+export interface SchemaDriftSetting {
+  policy: SchemaDriftPolicy
+  /** How old (ms) a cached `$metadata`/`$csn` document may be; unset: the default (1 h). 0: fetched by every run. */
+  maxAge?: number
+}
+
+/** `schemaDrift` (or the app-wide default): checked, errors name the key. */
+export function resolveSchemaDrift(value: unknown, key: string): SchemaDriftSetting {
+  const policies = SCHEMA_DRIFT_POLICIES as readonly unknown[]
+  if (typeof value === 'string') {
+    if (!policies.includes(value)) throw invalidConfig(key, `'${value}' is invalid; expected one of ${SCHEMA_DRIFT_POLICIES.join(', ')} (or { policy, maxAge })`)
+    return { policy: value as SchemaDriftPolicy }
+  }
+  if (!isPlainObject(value)) throw invalidConfig(key, `must be one of ${SCHEMA_DRIFT_POLICIES.join(', ')} or an object { policy, maxAge }`)
+  for (const each of Object.keys(value)) if (each !== 'policy' && each !== 'maxAge') throw invalidConfig(`${key}.${each}`, 'is not a schemaDrift setting; expected policy or maxAge')
+  const policy = value.policy ?? 'warn'
+  if (!policies.includes(policy)) throw invalidConfig(`${key}.policy`, `'${String(policy)}' is invalid; expected one of ${SCHEMA_DRIFT_POLICIES.join(', ')}`)
+  const setting: SchemaDriftSetting = { policy: policy as SchemaDriftPolicy }
+  const { maxAge } = value
+  if (maxAge !== undefined && maxAge !== null) {
+    if (maxAge === 0) setting.maxAge = 0
+    else if (typeof maxAge === 'number' || typeof maxAge === 'string') setting.maxAge = parseDuration(maxAge, `${key}.maxAge`)
+    else throw invalidConfig(`${key}.maxAge`, 'must be milliseconds (0: every run) or a duration such as 30m')
+  }
+  return setting
 }
 
 export { isPlainObject }

@@ -7,6 +7,7 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from './errors.js'
+import { checkSchemaDrift } from './drift.js'
 import { Tracker, type PipelineRow } from './tracker.js'
 import { WatermarkTracker, type Watermark } from './watermark.js'
 import { serializable, type DataRecord, type ResolvedPipeline, type SlicePredicate } from './config.js'
@@ -135,6 +136,8 @@ export class PipelineRun {
     const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
     if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
+    // schema drift (README "Schema drift"): checked before anything is written (a replay of set-aside records reads no source)
+    const records = (request as { replay?: unknown }).replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
 
     const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime)
     // full and partial refreshes are atomic unless the config explicitly trades that for
@@ -148,7 +151,7 @@ export class PipelineRun {
       if (request.mode === 'full') this.statistics.deleted += await target.truncate(context)
       if (request.mode === 'partial-refresh') this.statistics.deleted += await target.deleteSlice(trackerState.slice!, context)
       let batchIndex = 0
-      for await (const batch of prefetch(stream)) {
+      for await (const batch of prefetch(records)) {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
         watermark.observe(batch)
         const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written

@@ -8,6 +8,7 @@ import { sourceKindOf } from '../adapters/factory.js'
 import { deviations } from './config-view.js'
 import type { ResolvedPipeline } from '../engine/config.js'
 import type { Overrides } from '../engine/overrides.js'
+import { latestDrift, type SchemaDriftReport } from '../engine/drift.js'
 
 export type GraphStatus = 'None' | 'Success' | 'Warning' | 'Error'
 
@@ -38,6 +39,13 @@ export interface PipelineFacts {
   hooks: Hook[]
   overrides: Overrides
   status?: string | null
+  /** Schema drift of the latest checked run (the run row's `drift`); unset: the one this process saw last. */
+  drift?: SchemaDriftReport | null
+}
+
+/** The drift to show: the facts' (from the run row), else the latest one this process found. */
+function driftOf(facts: PipelineFacts): SchemaDriftReport | null {
+  return facts.drift !== undefined ? facts.drift : latestDrift(facts.pipeline.name) ?? null
 }
 
 function sourceTitle(pipeline: ResolvedPipeline): { key: string; title: string; group: string } {
@@ -61,6 +69,7 @@ function isCustomized(facts: PipelineFacts): boolean {
 
 export function flowMetadata(facts: PipelineFacts) {
   const { pipeline, hooks, overrides } = facts
+  const drift = driftOf(facts)
   const source = sourceTitle(pipeline)
   const target = targetTitle(pipeline)
   const events = Object.values(EVENTS).map(event => {
@@ -68,7 +77,10 @@ export function flowMetadata(facts: PipelineFacts) {
     return { event, hooks: eventHooks, status: (eventHooks.length ? 'Warning' : 'None') as GraphStatus }
   })
   const nodes: GraphNode[] = [
-    { key: 'source', title: source.title, kind: 'source', group: source.group, status: pipeline.config.source.adapter ? 'Warning' : 'None', description: `${sourceKindOf(pipeline)} source` },
+    {
+      key: 'source', title: source.title, kind: 'source', group: source.group, status: pipeline.config.source.adapter || drift ? 'Warning' : 'None',
+      description: `${sourceKindOf(pipeline)} source${drift ? ` — schema drift: ${drift.changes.map(c => c.message).join('; ')}` : ''}`,
+    },
     ...events.map(e => ({
       key: e.event, title: e.event, kind: 'event' as const, status: e.status,
       description: e.hooks.length ? e.hooks.map(h => `${h.phase} ${h.handler}${h.scope === 'all' ? ' (all pipelines)' : ''}`).join(', ') : 'built-in',
@@ -85,7 +97,8 @@ export function flowMetadata(facts: PipelineFacts) {
     deviations: deviations(pipeline),
     overrides,
     hooks,
-    status: isCustomized(facts) ? 'Warning' : 'None',
+    drift,
+    status: isCustomized(facts) || drift ? 'Warning' : 'None',
     nodes,
     lines,
   }
@@ -106,6 +119,7 @@ export function landscapeMetadata(all: PipelineFacts[]) {
     const warning: GraphStatus = isCustomized(facts) ? 'Warning' : 'None'
     const pipelineKey = `pipeline:${pipeline.name}`
     if (!nodes.has(source.key)) nodes.set(source.key, { key: source.key, title: source.title, kind: 'source', group: source.group, status: 'None' })
+    if (driftOf(facts)) Object.assign(nodes.get(source.key)!, { status: 'Warning', description: 'schema drift' })
     if (!nodes.has(target.key)) nodes.set(target.key, { key: target.key, title: target.title, kind: 'target', group: target.group, status: 'None' })
     nodes.set(pipelineKey, {
       key: pipelineKey, title: pipeline.name, kind: 'pipeline', group: 'pipelines',

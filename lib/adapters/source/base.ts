@@ -1,5 +1,6 @@
 import type { DataRecord, ResolvedPipeline } from '../../engine/config.js'
 import type { CsnEntity } from '../../model/csn.js'
+import type { LiveShape } from './live-shape.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
@@ -86,6 +87,24 @@ export abstract class BaseSourceAdapter {
   entityDefinition(): CsnEntity | undefined {
     return undefined
   }
+
+  /**
+   * Schema drift (README "Schema drift"): the columns the live source delivers now, or
+   * undefined when the adapter cannot tell (the default: custom adapters are not checked).
+   * `maxAge`: how old a cached provider document may be; `firstBatch`: the run's first batch,
+   * for adapters whose source has no schema (`shapeFromRecords`).
+   */
+  async liveShape(_options: { maxAge: number; firstBatch?: DataRecord[] }): Promise<LiveShape | undefined> {
+    return undefined
+  }
+
+  /** Whether `liveShape` reads the run's first batch (a source without a schema: REST). */
+  get shapeFromRecords(): boolean {
+    return false
+  }
+
+  /** Drops cached schema documents of this source (called when a read failed). */
+  forgetLiveShape(): void {}
 }
 
 export function pick(row: DataRecord, columns: string[]): DataRecord {

@@ -11,6 +11,7 @@ import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../
 import { withRetry } from '../../engine/retry.js'
 import { PipelineError } from '../../engine/errors.js'
 import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
+import { shapeOfEntity, type LiveShape } from './live-shape.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord } from '../../engine/config.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
@@ -32,6 +33,12 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
 
   override entityDefinition(): CsnEntity | undefined {
     return this.entity
+  }
+
+  /** Schema drift: the served model is what an in-process source delivers (a derived snapshot is not checked). */
+  override async liveShape(_options: { maxAge: number }): Promise<LiveShape | undefined> {
+    if (!this.entity || this.pipeline.config.source.query) return undefined
+    return { basis: 'model', fetchedAt: new Date().toISOString(), elements: shapeOfEntity(this.entity) }
   }
 
   override watermarkPlan(): DeltaPlan {

@@ -20,6 +20,7 @@ import { toCqn } from '../predicate.js'
 import { LOGGER } from '../../constants.js'
 import { ql, type QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
+import { cachedDocument, documentKey, entityOfCsn, forgetLiveDocument, type LiveShape } from './live-shape.js'
 import type { DataRecord } from '../../engine/config.js'
 
 const LOG = cds.log(LOGGER.hcql)
@@ -137,6 +138,31 @@ export class HcqlSourceAdapter extends CqnSourceAdapter {
     const { service } = this.pipeline.config.source
     if (service) await useHcqlService(service)
     await super.prepare()
+  }
+
+  /**
+   * Schema drift: the entity in the provider's live `/$csn` (CAP's HCQL adapter serves its
+   * service's model there), cached per process and service like `$metadata`. Asked for as text
+   * (CAP's remote service would otherwise read the JSON body as a query result).
+   */
+  override async liveShape({ maxAge }: { maxAge: number }): Promise<LiveShape | undefined> {
+    if (!this.entity || this.pipeline.config.source.query) return undefined
+    const service = this.service as unknown as HcqlRemote & { send(request: object): Promise<unknown> }
+    const { value, fetchedAt } = await cachedDocument<unknown>(this.documentKey(), maxAge, async () => {
+      const body = await service.send({ method: 'GET', path: '/$csn', headers: { accept: 'application/json, text/plain;q=0.5, text/html;q=0.1' } })
+      return typeof body === 'string' ? JSON.parse(body) : body
+    })
+    const elements = entityOfCsn(value, wireName(this.entity.name, service.definition?.name ?? service.name))
+    return { basis: '$csn', fetchedAt: new Date(fetchedAt).toISOString(), elements: elements ?? {}, ...(elements ? {} : { missing: true }) }
+  }
+
+  override forgetLiveShape(): void {
+    forgetLiveDocument(this.documentKey())
+  }
+
+  private documentKey(): string {
+    const service = this.service as unknown as HcqlRemote | undefined
+    return documentKey('hcql', service?.name ?? '', service?.options?.credentials?.url)
   }
 
   /** One keyset page; the first page of a segment also asks for the segment's count. */

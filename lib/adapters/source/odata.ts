@@ -13,6 +13,7 @@ import { withRetry } from '../../engine/retry.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { PipelineError } from '../../engine/errors.js'
+import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
 import type { DataRecord } from '../../engine/config.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
@@ -49,6 +50,24 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
 
   override entityDefinition(): CsnEntity | undefined {
     return this.entity
+  }
+
+  /** Schema drift: the entity set's properties in the provider's live `$metadata` (cached per process and service, see live-shape.ts). */
+  override async liveShape({ maxAge }: { maxAge: number }): Promise<LiveShape> {
+    const service = this.service!
+    const { value, fetchedAt } = await cachedDocument<Map<string, Record<string, ColumnShape>>>(this.documentKey(), maxAge, async () =>
+      parseEdmx(String(await service.send({ method: 'GET', path: '/$metadata', headers: { accept: 'application/xml' } }))))
+    const elements = value.get(this.entitySet)
+    return { basis: '$metadata', fetchedAt: new Date(fetchedAt).toISOString(), elements: elements ?? {}, ...(elements ? {} : { missing: true }) }
+  }
+
+  override forgetLiveShape(): void {
+    forgetLiveDocument(this.documentKey())
+  }
+
+  private documentKey(): string {
+    const credentials = (this.service as { options?: { credentials?: { url?: string; destination?: string } } } | undefined)?.options?.credentials
+    return documentKey(`odata-${this.version}`, this.service?.name ?? '', credentials?.url ?? credentials?.destination)
   }
 
   keys(): string[] {

@@ -32,6 +32,7 @@ import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
 import { LOGGER } from '../../constants.js'
 import type { DataRecord } from '../../engine/config.js'
 import type { TrackerState } from '../types.js'
+import { shapeOfRecords, type LiveShape } from './live-shape.js'
 
 const LOG = cds.log(LOGGER.rest)
 
@@ -153,6 +154,16 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     this.rest = this.pipeline.config.rest!
     // fail at execute, before a run starts, when the binding cannot be served (no url, SDK missing)
     await this.transport()
+  }
+
+  /** Schema drift: a REST source has no schema; its columns are the keys of the run's first page. */
+  override get shapeFromRecords(): boolean {
+    return true
+  }
+
+  override async liveShape({ firstBatch }: { maxAge: number; firstBatch?: DataRecord[] }): Promise<LiveShape | undefined> {
+    if (!firstBatch?.length) return undefined
+    return { basis: 'records', fetchedAt: new Date().toISOString(), elements: shapeOfRecords(firstBatch) }
   }
 
   /** REST has no ordering we can enforce (see the module comment). */

@@ -1,0 +1,408 @@
+/**
+ * Schema drift (README "Schema drift"): at run start, what the source really delivers (the
+ * adapter's `liveShape()`: OData `$metadata`, HCQL `$csn`, the served model, or a REST source's
+ * first page) is compared with what the pipeline was built against (the imported API the app
+ * compiled with) and with what the target takes (its elements, through the pipeline's mapping).
+ *
+ * Differences:
+ *   - `added`     a source column that neither the imported API nor the mapping knows (informational);
+ *   - `removed`   a mapped source column the source no longer delivers;
+ *   - `type`      a mapped column whose type changed (e.g. Integer → String), or whose type the target cannot take;
+ *   - `length`    a mapped string column whose length changed, or that no longer fits the target;
+ *   - `precision` a mapped decimal column whose precision/scale changed, or that no longer fits the target.
+ * A difference is `breaking` when the target cannot take what the source now delivers (a removed
+ * mapped column, a type or size the target column cannot hold).
+ *
+ * Policy (`schemaDrift`, per pipeline or app-wide): `warn` (default) records the drift on the run
+ * row (`PipelineRuns.drift`) and in `flowMetadata`, logs it, and runs on — without removed
+ * columns in `$select`; `fail` fails the run before anything is written when a difference is
+ * breaking; `ignore` checks nothing. A removed key or watermark column fails the run under
+ * `warn` too: nothing could be read without it.
+ */
+import cds from '@sap/cds'
+import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../constants.js'
+import { PipelineError, type PipelineErrorCode } from './errors.js'
+import { resolveSchemaDrift, type DataRecord, type ResolvedPipeline, type SchemaDriftSetting } from './config.js'
+import { watermarkFields } from './watermark.js'
+import { connect, ql } from '../model/ql.js'
+import { keyNames } from '../model/csn.js'
+import { ORIGIN_COLUMN } from '../adapters/target/base.js'
+import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../adapters/source/live-shape.js'
+import type { PreparedPipeline } from './run.js'
+
+const LOG = cds.log(LOGGER.engine)
+
+/** How long a run waits for the live schema before it runs unchecked (warn) or fails (fail). */
+const CHECK_TIMEOUT = 15_000
+
+export type DriftKind = 'added' | 'removed' | 'type' | 'length' | 'precision'
+
+export interface DriftChange {
+  change: DriftKind
+  /** Source column (or the entity, for a source entity that is gone). */
+  column: string
+  /** The target column it is mapped to. */
+  target?: string
+  /** The column as the pipeline knew it (imported API, else the target), e.g. `String(100)`. */
+  was?: string
+  /** The column as the source delivers it now. */
+  now?: string
+  /** The target column's type, for differences judged against it. */
+  targetType?: string
+  /** The target cannot take what the source delivers now. */
+  breaking: boolean
+  /** No run can proceed without it (a removed key or watermark column, a removed entity). */
+  fatal?: boolean
+  message: string
+}
+
+export interface SchemaDriftReport {
+  runId: string
+  /** `<service>/<entity>` (or the REST path). */
+  source: string
+  /** Where the live schema was read: `$metadata`, `$csn`, `model`, `records`. */
+  basis: LiveShape['basis']
+  /** When the live schema was fetched (a cached document may be older than the run). */
+  fetchedAt: string
+  checkedAt: string
+  policy: 'warn' | 'fail'
+  breaking: boolean
+  changes: DriftChange[]
+  message: string
+}
+
+/** The run fails on drift: code `SCHEMA_DRIFT`, HTTP 502 like other source failures; `drift` holds the report. */
+export class SchemaDriftError extends PipelineError {
+  readonly drift: SchemaDriftReport
+
+  constructor(message: string, drift: SchemaDriftReport) {
+    super('SOURCE_FAILED', message, { target: 'schemaDrift' })
+    ;(this as { code: PipelineErrorCode | 'SCHEMA_DRIFT' }).code = 'SCHEMA_DRIFT'
+    this.drift = drift
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the latest result per pipeline (and tenant), for flowMetadata
+
+const latest = new Map<string, SchemaDriftReport | null>()
+
+function latestKey(name: string): string {
+  return `${(cds.context as { tenant?: string } | undefined)?.tenant ?? ''}|${name}`
+}
+
+/** The drift found by the pipeline's latest checked run in this process (null: none; undefined: not checked). */
+export function latestDrift(name: string): SchemaDriftReport | null | undefined {
+  return latest.get(latestKey(name))
+}
+
+// ---------------------------------------------------------------------------------------------
+// settings
+
+let appSettingProblem = false
+
+/** The pipeline's `schemaDrift`, else the app's `cds.requires['data-pipeline'].schemaDrift`, else `warn`. */
+export function driftSetting(pipeline: ResolvedPipeline): SchemaDriftSetting & { maxAge: number } {
+  let setting = pipeline.schemaDrift
+  if (!setting) {
+    const app = (cds.env.requires as unknown as Record<string, { schemaDrift?: unknown } | undefined>)[SERVICE_NAME]?.schemaDrift
+    if (app !== undefined && app !== null) {
+      try {
+        setting = resolveSchemaDrift(app, `cds.requires.${SERVICE_NAME}.schemaDrift`)
+      } catch (error) {
+        if (!appSettingProblem) LOG.warn(`${(error as Error).message}; using 'warn'`)
+        appSettingProblem = true
+      }
+    }
+  }
+  const policy = setting?.policy ?? 'warn'
+  // `fail` promises that a drifted source writes nothing: it checks a fresh document unless told otherwise
+  return { policy, maxAge: setting?.maxAge ?? (policy === 'fail' ? 0 : DEFAULT_MAX_AGE) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the check at run start
+
+/**
+ * Checks the source's live schema before anything is written. Returns the stream to read (the
+ * same records; for REST the first batch was taken to learn the columns and is replayed). Throws
+ * a {@link SchemaDriftError} when the policy says the run must not proceed; records the drift on
+ * the run row otherwise.
+ */
+export async function checkSchemaDrift(prepared: PreparedPipeline, runId: string, stream: AsyncIterable<DataRecord[]>): Promise<AsyncIterable<DataRecord[]>> {
+  const { pipeline, source } = prepared
+  const setting = driftSetting(pipeline)
+  if (setting.policy === 'ignore') {
+    latest.delete(latestKey(pipeline.name))
+    return stream
+  }
+  if (source.shapeFromRecords && hasCustomMapping(pipeline.name)) {
+    // the application's own PIPELINE.MAP decides which record fields become which columns
+    if (LOG._debug) LOG.debug(`pipeline '${pipeline.name}': schema drift not checked (a custom ${EVENTS.MAP} handler maps the records)`)
+    return stream
+  }
+  const startedAt = Date.now()
+  let records = stream
+  let firstBatch: DataRecord[] | undefined
+  let iterator: AsyncIterator<DataRecord[]> | undefined
+  if (source.shapeFromRecords) {
+    iterator = stream[Symbol.asyncIterator]()
+    const first = await iterator.next()
+    firstBatch = first.done ? [] : first.value
+    records = replay(first, iterator)
+  }
+
+  let live: LiveShape | undefined
+  try {
+    live = await withTimeout(source.liveShape({ maxAge: setting.maxAge, firstBatch }), CHECK_TIMEOUT)
+  } catch (error) {
+    const reason = `the live schema could not be read (${(error as Error).message})`
+    if (setting.policy === 'fail') {
+      await iterator?.return?.()
+      throw new PipelineError('SOURCE_FAILED', `Schema drift check of pipeline '${pipeline.name}' failed: ${reason}; policy 'fail' writes nothing unchecked`, { target: 'schemaDrift' })
+    }
+    LOG.warn(`pipeline '${pipeline.name}': schema drift not checked: ${reason}`)
+    return guarded(prepared, runId, records, setting, undefined)
+  }
+  if (!live) return guarded(prepared, runId, records, setting, undefined)
+
+  const report = compareShapes(prepared, live, runId, setting.policy)
+  latest.set(latestKey(pipeline.name), report ?? null)
+  if (!report) return guarded(prepared, runId, records, setting, { cached: Date.parse(live.fetchedAt) < startedAt })
+  await recordDrift(runId, report)
+  const stop = report.changes.some(c => c.fatal) || (setting.policy === 'fail' && report.breaking)
+  if (stop) {
+    await iterator?.return?.()
+    throw new SchemaDriftError(`${report.message} (policy '${setting.policy}'); the run stopped before writing anything`, report)
+  }
+  LOG.warn(`pipeline '${pipeline.name}': ${report.message}`)
+  return guarded(prepared, runId, records, setting, { cached: Date.parse(live.fetchedAt) < startedAt, removed: report.changes.filter(c => c.change === 'removed').map(c => c.column) })
+}
+
+/** Whether the application registered its own PIPELINE.MAP handler (`on`/`before`) for this pipeline. */
+function hasCustomMapping(name: string): boolean {
+  const engine = (cds.services as Record<string, unknown>)[SERVICE_NAME] as { registeredHooks?(name: string): Array<{ phase: string; event: string }> } | undefined
+  try {
+    return Boolean(engine?.registeredHooks?.(name).some(h => h.event === EVENTS.MAP && h.phase !== 'after'))
+  } catch {
+    return false
+  }
+}
+
+async function* replay<T>(first: IteratorResult<T>, iterator: AsyncIterator<T>): AsyncGenerator<T> {
+  if (first.done) return
+  let finished = false
+  try {
+    yield first.value
+    for (;;) {
+      const next = await iterator.next()
+      if (next.done) {
+        finished = true
+        return
+      }
+      yield next.value
+    }
+  } finally {
+    if (!finished) await iterator.return?.()
+  }
+}
+
+/**
+ * The records as read; under `warn`, removed columns are left out of what the source selects for
+ * this run. A read that fails drops the cached schema document, and when the check used a cached
+ * one, the schema is read again: a drift found then is recorded and explains the failure.
+ */
+async function* guarded(prepared: PreparedPipeline, runId: string, stream: AsyncIterable<DataRecord[]>, setting: SchemaDriftSetting, checked: { cached: boolean; removed?: string[] } | undefined): AsyncGenerator<DataRecord[]> {
+  const { source } = prepared
+  const columns = source.columns
+  if (columns && checked?.removed?.length) source.columns = columns.filter(column => !checked.removed!.includes(column))
+  try {
+    yield* stream
+  } catch (error) {
+    source.forgetLiveShape()
+    throw checked?.cached && !source.shapeFromRecords ? await explain(prepared, runId, setting, error) : error
+  } finally {
+    source.columns = columns
+  }
+}
+
+async function explain(prepared: PreparedPipeline, runId: string, setting: SchemaDriftSetting, error: unknown): Promise<unknown> {
+  try {
+    const live = await withTimeout(prepared.source.liveShape({ maxAge: 0 }), CHECK_TIMEOUT)
+    const report = live && compareShapes(prepared, live, runId, setting.policy === 'fail' ? 'fail' : 'warn')
+    latest.set(latestKey(prepared.pipeline.name), report ?? null)
+    if (!report) return error
+    await recordDrift(runId, report)
+    return new SchemaDriftError(`${report.message}; the read failed: ${(error as Error).message}`, report)
+  } catch {
+    return error
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms) })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+let missingColumnLogged = false
+
+/** Writes the report to `PipelineRuns.drift` of the run (its own transaction). */
+async function recordDrift(runId: string, report: SchemaDriftReport): Promise<void> {
+  try {
+    const db = await connect('db')
+    await db.tx(tx => tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({ drift: JSON.stringify(report) }).where({ ID: runId })))
+  } catch (error) {
+    if (!missingColumnLogged) LOG.warn(`could not record schema drift on run ${runId} (is the tracker schema deployed with PipelineRuns.drift?): ${(error as Error).message}`)
+    missingColumnLogged = true
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// comparison
+
+const INTEGER_BITS: Record<string, number> = { 'cds.UInt8': 8, 'cds.Int16': 16, 'cds.Integer': 32, 'cds.Int32': 32, 'cds.Int64': 64, 'cds.Integer64': 64 }
+
+function family(type: string | undefined): string | undefined {
+  if (!type) return undefined
+  if (type in INTEGER_BITS) return 'integer'
+  switch (type) {
+    case 'cds.Decimal':
+    case 'cds.DecimalFloat':
+      return 'decimal'
+    case 'cds.Double':
+      return 'double'
+    case 'cds.String':
+    case 'cds.LargeString':
+      return 'string'
+    case 'cds.DateTime':
+    case 'cds.Timestamp':
+      return 'datetime'
+    case 'cds.Binary':
+    case 'cds.LargeBinary':
+      return 'binary'
+    default:
+      return type
+  }
+}
+
+/** Types that are the same for drift purposes (DateTime ≈ Timestamp; integers by width). */
+function sameType(a: ColumnShape, b: ColumnShape): boolean {
+  const fa = family(a.type)
+  if (fa !== family(b.type)) return false
+  return fa !== 'integer' || INTEGER_BITS[a.type!] === INTEGER_BITS[b.type!]
+}
+
+/** Whether a target column of type `to` takes every value of type `from` (sizes are judged apart). */
+function assignable(from: ColumnShape, to: ColumnShape): boolean {
+  const source = family(from.type)
+  const target = family(to.type)
+  if (!source || !target || target === 'string') return true
+  if (source === target) return source !== 'integer' || INTEGER_BITS[from.type!] <= INTEGER_BITS[to.type!]
+  if (source === 'integer') return target === 'decimal' || target === 'double'
+  if (source === 'decimal') return target === 'double'
+  if (source === 'cds.Date') return target === 'datetime'
+  return false
+}
+
+function fitsLength(from: ColumnShape, to: ColumnShape): boolean {
+  if (family(to.type) !== 'string' || family(from.type) !== 'string' || to.length === undefined) return true
+  return from.length !== undefined && from.length <= to.length
+}
+
+function fitsPrecision(from: ColumnShape, to: ColumnShape): boolean {
+  if (family(to.type) !== 'decimal' || family(from.type) !== 'decimal' || to.precision === undefined) return true
+  if (from.precision === undefined) return false
+  const fromScale = from.scale ?? 0
+  const toScale = to.scale ?? 0
+  return fromScale <= toScale && from.precision - fromScale <= to.precision - toScale
+}
+
+/** `String(100)`, `Decimal(9,2)`, `Integer`. */
+export function typeLabel(shape: ColumnShape | undefined): string {
+  if (!shape?.type) return 'unknown'
+  const name = shape.type.startsWith('cds.') ? shape.type.slice(4) : shape.type
+  if (shape.length !== undefined) return `${name}(${shape.length})`
+  if (shape.precision !== undefined) return `${name}(${shape.precision}${shape.scale !== undefined ? `,${shape.scale}` : ''})`
+  return name
+}
+
+function sourceLabel(pipeline: ResolvedPipeline): string {
+  const { source, rest } = pipeline.config
+  const service = source.service ?? 'db'
+  if (!source.entity && rest?.path) return `${service}${rest.path.startsWith('/') ? '' : '/'}${rest.path}`
+  return `${service}/${source.entity ?? '?'}`
+}
+
+/** The differences between the live source and what the pipeline maps; undefined when there are none. */
+export function compareShapes(prepared: PreparedPipeline, live: LiveShape, runId: string, policy: 'warn' | 'fail'): SchemaDriftReport | undefined {
+  const { pipeline, source, target, mapping } = prepared
+  const declaredEntity = source.entityDefinition()
+  const declared = declaredEntity ? shapeOfEntity(declaredEntity) : undefined
+  const targetEntity = target.entityDefinition()
+  const targetShapes = targetEntity ? shapeOfEntity(targetEntity) : undefined
+  const origin = pipeline.config.source.origin !== undefined
+  const pairs = (mapping ?? Object.keys(declared ?? targetShapes ?? {}).map(name => ({ source: name, target: name })))
+    .filter(pair => !(origin && pair.target === ORIGIN_COLUMN))
+  const keys = new Set(declaredEntity ? keyNames(declaredEntity) : targetEntity ? keyNames(targetEntity).map(key => pairs.find(p => p.target === key)?.source ?? key) : [])
+  let watermarks: string[] = []
+  try {
+    watermarks = watermarkFields(source.watermarkPlan())
+  } catch {
+    // a source without keys in its imported model fails the read itself, with its own message
+  }
+  const changes: DriftChange[] = []
+  const where = sourceLabel(pipeline)
+
+  if (live.missing) {
+    changes.push({ change: 'removed', column: pipeline.config.source.entity ?? where, breaking: true, fatal: true, message: `the source entity '${where}' is no longer served (${live.basis})` })
+  } else {
+    for (const pair of pairs) {
+      const now = live.elements[pair.source]
+      const targetShape = targetShapes?.[pair.target]
+      const arrow = pair.target !== pair.source ? ` (→ '${pair.target}')` : ''
+      if (!now) {
+        const fatal = keys.has(pair.source) || watermarks.includes(pair.source)
+        changes.push({
+          change: 'removed', column: pair.source, target: pair.target, was: typeLabel(declared?.[pair.source] ?? targetShape), breaking: true, ...(fatal ? { fatal } : {}),
+          message: `column '${pair.source}'${arrow} removed${fatal ? ` (it is ${keys.has(pair.source) ? 'a key' : 'the delta watermark'})` : ''}`,
+        })
+        continue
+      }
+      if (!now.type) continue // REST: names only
+      const was = declared?.[pair.source] ?? targetShape
+      const against = targetShape ? ` (target '${pair.target}' is ${typeLabel(targetShape)})` : ''
+      const entry = (change: DriftKind, breaking: boolean, what: string): DriftChange => ({
+        change, column: pair.source, target: pair.target, was: typeLabel(was), now: typeLabel(now), ...(targetShape ? { targetType: typeLabel(targetShape) } : {}), breaking,
+        message: `column '${pair.source}'${arrow} ${what} ${typeLabel(was)} → ${typeLabel(now)}${against}`,
+      })
+      const typeChanged = was?.type !== undefined && !sameType(was, now)
+      const typeBreaks = targetShape ? !assignable(now, targetShape) : typeChanged
+      if (typeChanged || typeBreaks) {
+        changes.push(entry('type', typeBreaks, 'changed type'))
+        continue
+      }
+      if (family(now.type) === 'string') {
+        const changed = was !== undefined && was.length !== now.length
+        const breaks = targetShape ? !fitsLength(now, targetShape) : false
+        if (changed || breaks) changes.push(entry('length', breaks, 'changed length'))
+      } else if (family(now.type) === 'decimal') {
+        const changed = was !== undefined && (was.precision !== now.precision || was.scale !== now.scale)
+        const breaks = targetShape ? !fitsPrecision(now, targetShape) : false
+        if (changed || breaks) changes.push(entry('precision', breaks, 'changed precision'))
+      }
+    }
+    const mapped = new Set(pairs.map(pair => pair.source))
+    const known = declared ?? targetShapes ?? {}
+    for (const [column, shape] of Object.entries(live.elements)) {
+      if (mapped.has(column) || column in known) continue
+      changes.push({ change: 'added', column, ...(shape.type ? { now: typeLabel(shape) } : {}), breaking: false, message: `new column '${column}'${shape.type ? ` (${typeLabel(shape)})` : ''}, not mapped` })
+    }
+  }
+  if (!changes.length) return undefined
+  const breaking = changes.some(c => c.breaking)
+  return {
+    runId, source: where, basis: live.basis, fetchedAt: live.fetchedAt, checkedAt: new Date().toISOString(), policy, breaking, changes,
+    message: `Schema drift at source '${where}' (${live.basis}): ${changes.map(c => c.message).join('; ')}`,
+  }
+}
