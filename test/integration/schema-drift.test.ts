@@ -12,11 +12,11 @@
  * REST tests, whose fields are renamed between runs.
  */
 import cds from '@sap/cds'
-import http from 'node:http'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { FIXTURES, ROOT, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { ql } from '../helpers/consumer'
+import { startSwitchProxy, type SwitchProxy } from '../helpers/switch-proxy'
 import { startRestProvider, type RestProvider } from '../fixtures/rest-provider/server.mjs'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -33,35 +33,15 @@ const RUNS = 'plugin.data_pipeline.PipelineRuns'
 const T0 = '2026-01-01T00:00:00.000Z'
 const T1 = '2026-02-01T00:00:00.000Z'
 
-interface Proxy { url: string; target: string; log: string[]; close(): Promise<void> }
-
-/** A real HTTP proxy: the consumer's stable URL in front of whichever provider is "deployed". */
-async function startProxy(): Promise<Proxy> {
-  const proxy = { target: '', log: [] as string[] } as Proxy
-  const server = http.createServer((req, res) => {
-    proxy.log.push(decodeURIComponent(req.url ?? ''))
-    const upstream = http.request(`${proxy.target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(proxy.target).host } }, response => {
-      res.writeHead(response.statusCode ?? 502, response.headers)
-      response.pipe(res)
-    })
-    upstream.on('error', error => { res.writeHead(502); res.end(String(error)) })
-    req.pipe(upstream)
-  })
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  proxy.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
-  proxy.close = () => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) })
-  return proxy
-}
-
 let original: RunningApp & { control: ProviderControl }
 let changed: RunningApp
-let proxy: Proxy
+let proxy: SwitchProxy
 let rest: RestProvider
 let engine: DataPipelineService
 
 beforeAll(async () => {
   ;[original, changed, proxy, rest] = await Promise.all([
-    startProvider(), startApp(path.join(FIXTURES, 'drift/provider-b')), startProxy(), startRestProvider({ apiKey: 'drift-key' }),
+    startProvider(), startApp(path.join(FIXTURES, 'drift/provider-b')), startSwitchProxy(), startRestProvider({ apiKey: 'drift-key' }),
   ])
 })
 cds.test(path.join(FIXTURES, 'consumer'))
