@@ -5,12 +5,14 @@ import { configDefaults, defineConfig } from 'vitest/config'
  * - the engine suite once more with the app's `db` on PostgreSQL (@cap-js/postgres): a fresh
  *   database per file, created and deployed by test/helpers/postgres-setup.ts, dropped afterwards.
  *   Guard and lease, delta, full refresh, retries, events, CQN sources, flush, schedules, the
- *   management API, inspector audit, fan-in/OData targets, federation replicate, kill -9 recovery;
+ *   management API, inspector audit, fan-in/OData targets, federation replicate, kill -9 recovery,
+ *   rejected records (savepoints: a failed statement aborts a PostgreSQL transaction);
  * - the scale-out tests: three app processes on one PostgreSQL database (their own databases).
  */
 const ON_POSTGRES = [
   'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn',
   'management-api', 'inspect-audit', 'crash-recovery', 'federation-replicate', 'targets-and-fanin',
+  'rejects',
 ].map(name => `test/integration/${name}.test.ts`)
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
 

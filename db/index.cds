@@ -15,6 +15,8 @@ type Statistics {
   created : Integer default 0;
   updated : Integer default 0;
   deleted : Integer default 0;
+  /** Records set aside by `onError: 'skip'` (PipelineRejects). */
+  skipped : Integer default 0;
 }
 
 /** One row per registered pipeline: state, watermark, lease and cumulative statistics. */
@@ -36,6 +38,7 @@ entity Pipelines {
       lastError   : String(5000);
       statistics  : Statistics;
       runs        : Composition of many PipelineRuns on runs.pipeline = $self;
+      rejects     : Association to many PipelineRejects on rejects.pipeline = $self;
       // Lease of the active run: who holds it and until when (renewed by a heartbeat).
       leaseOwner  : String(100);
       leaseUntil  : Timestamp;
@@ -60,6 +63,37 @@ entity PipelineRuns : cuid {
   /** Schema drift found at run start (JSON: source, basis, policy, breaking, changes[], message); null when none or not checked. */
   drift      : LargeString;
   statistics : Statistics;
+  rejects    : Composition of many PipelineRejects on rejects.run = $self;
+}
+
+/** Where a rejected record failed. */
+type RejectPhase : String(10) enum { map; validate; write; }
+
+/** Whether a rejected record still waits: `open`, or `replayed` / `written` (a later run wrote its key) / `superseded` (rejected again later). */
+type RejectStatus : String(10) enum { open; replayed; written; superseded; }
+
+/**
+ * Dead letters of `onError: 'skip'`: one row per record a run set aside, with its key, the
+ * phase and error, and the record itself (capped; never headers or credentials).
+ */
+entity PipelineRejects : cuid {
+  run        : Association to PipelineRuns;
+  pipeline   : Association to Pipelines;
+  /** The record's target key as JSON, e.g. {"ID":7}. */
+  recordKey  : String(1000);
+  phase      : RejectPhase;
+  error      : String(5000);
+  /** The source record as read (JSON), replayed through MAP, validation and WRITE. */
+  record     : LargeString;
+  /** The mapped target record (JSON) of validate/write rejects whose source record is not known. */
+  mapped     : LargeString;
+  /** The record exceeded the stored size: `record`/`mapped` hold a prefix and cannot be replayed. */
+  truncated  : Boolean default false;
+  status     : RejectStatus default 'open';
+  createdAt  : Timestamp;
+  resolvedAt : Timestamp;
+  /** The run that wrote, replayed or rejected the record again. */
+  resolvedBy : UUID;
 }
 
 /**

@@ -13,6 +13,7 @@ service DataPipelineManagementService {
     created : Integer;
     updated : Integer;
     deleted : Integer;
+    skipped : Integer;
   }
 
   /** Result of start/execute: the run and, for synchronous runs, its outcome. */
@@ -36,10 +37,16 @@ service DataPipelineManagementService {
     function inspectData(side : String, columnsJson : String, filters : String, top : Integer, skip : Integer) returns LargeString;
     function inspectCapabilities() returns LargeString;
     function flowMetadata() returns LargeString;
+    /** Writes the open rejects again (stored record through MAP, validation and WRITE) as a run; see README "Rejected records". */
+    action replayRejects() returns RunResult;
   };
 
   @readonly
   entity PipelineRuns as projection on tracker.PipelineRuns;
+
+  /** Records set aside by `onError: 'skip'`: `$filter=pipeline_name eq 'x' and status eq 'open'`, or `PipelineRuns(<ID>)/rejects`. */
+  @readonly
+  entity PipelineRejects as projection on tracker.PipelineRejects;
 
   /** Value help for the `mode` parameter of start. */
   @readonly @cds.persistence.skip

@@ -11,7 +11,9 @@ import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
 import { parseCron } from '../lib/engine/schedule.js'
-import { capabilities, inspectData } from '../lib/management/inspect.js'
+import { HIDE_ANNOTATION, capabilities, inspectData } from '../lib/management/inspect.js'
+import { replayRejects } from '../lib/engine/replay.js'
+import { sourceNameOf } from '../lib/adapters/mapping.js'
 import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type DataPipelineService from './data-pipeline.js'
@@ -61,7 +63,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     srv.after('READ', 'PipelineRuns', rows => {
       for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>) {
         const live = row && typeof row.ID === 'string' ? liveStatistics.get(row.ID) : undefined
-        if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted }, 'statistics' in row ? { statistics: { ...live } } : {})
+        if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted, ...(live.skipped === undefined ? {} : { statistics_skipped: live.skipped }) }, 'statistics' in row ? { statistics: { ...live } } : {})
       }
     })
 
@@ -148,6 +150,19 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const prepared = await engine.registry.prepare(pipelineName(req))
       return JSON.stringify(capabilities(prepared, this.settings().inspect !== false))
     })
+    // rejected records: fields hidden from the data inspector are not shown here either
+    srv.after('READ', 'PipelineRejects', rows => this.hideFields(rows))
+    bound('replayRejects', async (req, engine) => {
+      const name = pipelineName(req)
+      engine.registry.get(name)
+      try {
+        const { runId, status, statistics } = await replayRejects(engine as unknown as Parameters<typeof replayRejects>[0], name)
+        return { runId, name, status, statistics }
+      } catch (error) {
+        if (error instanceof PipelineError && ['PIPELINE_RUNNING', 'UNKNOWN_PIPELINE', 'NOT_SUPPORTED'].includes(error.code)) throw error
+        return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${describeError(error).message}`)
+      }
+    })
     bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
     unbound('landscapeMetadata', async (_req, engine) =>
       JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
@@ -182,6 +197,22 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       return req.reject(502, `Run ${runId} of pipeline '${name}' failed: ${message}`)
     }
     return { runId, name, status: outcome.status, statistics: outcome.statistics }
+  }
+
+  /** Drops `@HideFromDataInspector` fields (of the source, or of the target by their source names) from stored records. */
+  private async hideFields(rows: unknown): Promise<void> {
+    const engine = await this.engine()
+    for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>) {
+      const name = row?.pipeline_name
+      if (!row || typeof name !== 'string' || (typeof row.record !== 'string' && typeof row.mapped !== 'string')) continue
+      const prepared = engine.registry.has(name) ? await engine.registry.prepare(name).catch(() => undefined) : undefined
+      const hiddenIn = (entity: { elements: Record<string, Record<string, unknown>> } | undefined) =>
+        entity ? Object.keys(entity.elements).filter(element => entity.elements[element][HIDE_ANNOTATION]) : []
+      const target = hiddenIn(prepared?.target.entityDefinition() as never)
+      const source = new Set([...hiddenIn(prepared?.source.entityDefinition() as never), ...target.map(t => sourceNameOf(prepared?.mapping, t))])
+      row.record = strip(row.record, source, prepared === undefined)
+      row.mapped = strip(row.mapped, new Set(target), prepared === undefined)
+    }
   }
 
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
@@ -226,6 +257,20 @@ function optionalBoolean(value: unknown, parameter: string): boolean | undefined
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'boolean') throw new PipelineError('INVALID_PARAMETER', `${parameter}: must be true or false`, { target: parameter })
   return value
+}
+
+/** A stored record (JSON) without the hidden fields; unknown pipelines show no record at all. */
+function strip(json: unknown, hidden: Set<string>, unknownPipeline: boolean): unknown {
+  if (typeof json !== 'string') return json
+  if (unknownPipeline) return null
+  if (!hidden.size) return json
+  try {
+    const record = JSON.parse(json) as Record<string, unknown>
+    for (const field of hidden) delete record[field]
+    return JSON.stringify(record)
+  } catch {
+    return null // a truncated record cannot be filtered: not shown
+  }
 }
 
 function publicRow(row: PipelineRow): Record<string, unknown> {

@@ -31,6 +31,8 @@ export interface WriteStatistics {
   created: number
   updated: number
   deleted: number
+  /** Records set aside by `onError: 'skip'` (present on such pipelines only). */
+  skipped?: number
 }
 
 export interface WriteContext {

@@ -8,6 +8,7 @@ import {
   type DeltaMode, type ReplicationMode, type TransactionScope,
 } from '../constants.js'
 import { invalidConfig } from './errors.js'
+import { resolveOnError, type OnErrorConfig, type ResolvedOnError } from './validate.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseDuration, parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
@@ -119,6 +120,8 @@ export interface PipelineConfig {
   leaseDuration?: number
   /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
   schemaDrift?: SchemaDriftInput
+  /** Poison records: `fail` (default) fails the run; `skip` sets failing records aside in PipelineRejects (README "Rejected records"). */
+  onError?: OnErrorConfig
 }
 
 /** What the engine derives from a config: the shape and effective settings. */
@@ -137,6 +140,7 @@ export interface ResolvedPipeline {
   leaseDuration: number
   /** The pipeline's own `schemaDrift` setting; unset: the app's default (`cds.requires['data-pipeline'].schemaDrift`). */
   schemaDrift?: SchemaDriftSetting
+  onError: ResolvedOnError
   deletes?: ResolvedDeletes
 }
 
@@ -265,6 +269,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     },
     leaseDuration,
     ...(schemaDrift ? { schemaDrift } : {}),
+    onError: resolveOnError(config.onError),
     deletes,
   }
 }

@@ -15,6 +15,7 @@ import { ORIGIN_COLUMN } from '../adapters/target/db.js'
 import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
+import { RunRejects, openRejects } from './rejects.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { FieldMapping } from '../adapters/mapping.js'
@@ -42,6 +43,8 @@ export type EventDispatcher = (event: string, pipeline: string, data: Record<str
 export interface RunRequest {
   mode: RunMode
   trigger: RunTrigger
+  /** Replays the pipeline's open rejects instead of reading the source (README "Rejected records"). */
+  replay?: boolean
 }
 
 /** Running totals of active runs in this process, for progress views of per-run transactions. */
@@ -66,7 +69,15 @@ export class PipelineRun {
     private readonly request: RunRequest,
     private readonly tracker: Tracker,
     private readonly dispatch: EventDispatcher,
-  ) {}
+  ) {
+    // onError 'skip': failing records are set aside in PipelineRejects and counted as skipped
+    if (prepared.pipeline.onError.mode === 'skip' || request.replay) {
+      this.statistics.skipped = 0
+      this.rejects = new RunRejects({ ...prepared, runId: this.runId, dispatch, replay: request.replay, stamp: records => stampOrigin(records, prepared.pipeline.config.source.origin) })
+    }
+  }
+
+  private readonly rejects?: RunRejects
 
   get name(): string {
     return this.prepared.pipeline.name
@@ -100,7 +111,7 @@ export class PipelineRun {
     try {
       const watermark = await this.transfer(this.row!)
       const endTime = new Date()
-      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics })
+      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
       LOG.info(`pipeline '${name}' ${request.mode} run completed: ${this.statistics.created} created, ${this.statistics.updated} updated, ${this.statistics.deleted} deleted`)
       await this.done('completed', endTime)
@@ -132,7 +143,8 @@ export class PipelineRun {
     const { runId, request } = this
     const trackerState = this.trackerState(row)
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
-    const read = await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: undefined })
+    const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
+      : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: undefined })
     const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
     if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
@@ -153,13 +165,15 @@ export class PipelineRun {
       let batchIndex = 0
       for await (const batch of prefetch(records)) {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
-        watermark.observe(batch)
+        if (!request.replay) watermark.observe(batch)
         const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
         const index = batchIndex++
         // returns the run's totals including this batch; they count only once the batch commits
         const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
           const totals = { ...this.statistics }
-          const mapped = await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
+          // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
+          if (this.rejects) addStatistics(totals, await this.rejects.processBatch(batch, index, request.mode, tx))
+          const mapped = this.rejects ? {} : await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
           if (records.length) {
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
@@ -167,7 +181,7 @@ export class PipelineRun {
           }
           if (gone.length) totals.deleted += await softDeletes!.apply(gone, { ...context, batchIndex: index })
           // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
-          const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted
+          const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
           if (tx && changed) {
             await this.tracker.progress(runId, totals, tx)
             const checkpoint: Checkpoint = { runId, ...watermark.checkpoint() }
@@ -176,18 +190,24 @@ export class PipelineRun {
           return totals
         }
         Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
+        if (!atomic) this.rejects?.committed()
+        this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
       if (request.mode === 'delta') this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
     }
+    await this.rejects?.start()
     if (atomic) {
       try {
         await db.tx(() => body())
       } catch (error) {
         // the run's one transaction was rolled back: none of the writes it counted happened
         Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
+        if (this.rejects) this.statistics.skipped = await this.rejects.afterRollback() // the first rejects are kept for examination
         throw error
       }
     } else await body()
+    // a replay leaves the watermark where it was
+    if (request.replay) return { lastSync: toIso(row.lastSync), lastKey: row.lastKey }
     const result = watermark.result()
     // a pipeline that always refreshes fully has no watermark: lastSync is the time its data reflects
     if (pipeline.mode === 'full' && request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
@@ -242,6 +262,7 @@ function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> |
   total.created += Number(delta.created ?? 0)
   total.updated += Number(delta.updated ?? 0)
   total.deleted += Number(delta.deleted ?? 0)
+  if (delta.skipped !== undefined) total.skipped = (total.skipped ?? 0) + Number(delta.skipped)
 }
 
 /** The error JSON stored on failed runs: code, status and message, never request headers. */

@@ -34,6 +34,7 @@ export interface PipelineRow {
   statistics_created: number | null
   statistics_updated: number | null
   statistics_deleted: number | null
+  statistics_skipped?: number | null
   leaseOwner: string | null
   leaseUntil: string | null
   currentRun: string | null
@@ -191,11 +192,11 @@ export class Tracker {
       .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
       .where({ ID: runId, status: 'running' }))
     // its committed batches are real writes: they count in the cumulative statistics
-    const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted').where({ ID: runId }))) as
-      Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted'> | undefined
+    const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted', 'statistics_skipped').where({ ID: runId }))) as
+      Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted' | 'statistics_skipped'> | undefined
     await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
       errorCount: { '+=': 1 }, lastError: truncateText(message),
-      ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0 }),
+      ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0, skipped: stale?.statistics_skipped ?? 0 }),
     }).where({ name }))
   }
 
@@ -203,7 +204,7 @@ export class Tracker {
   /** Writes a run's running totals; in the caller's transaction when given (per-batch commit). */
   async progress(runId: string, statistics: WriteStatistics, tx?: QueryRunner): Promise<void> {
     const query = ql.UPDATE.entity(RUNS_ENTITY)
-      .set({ statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted })
+      .set({ statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) })
       .where({ ID: runId })
     if (tx) await tx.run(query)
     else await this.tx(own => own.run(query))
@@ -214,15 +215,15 @@ export class Tracker {
     await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ checkpoint }).where({ name, currentRun: runId }))
   }
 
-  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics }): Promise<boolean> {
+  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean }): Promise<boolean> {
     const { statistics } = result
     return this.tx(async tx => {
       await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
         status: 'idle', endTime: new Date().toISOString(),
-        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted,
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
       }).where({ ID: runId }))
       const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
-        status: 'idle', lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, checkpoint: null,
+        status: 'idle', lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
         ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }).where({ name, currentRun: runId }))
@@ -234,7 +235,7 @@ export class Tracker {
     await this.tx(async tx => {
       await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
         status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
-        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted,
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
       }).where({ ID: runId }))
       // batches committed before the failure stay written and count (a rolled-back run reports zeros)
       await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
@@ -279,13 +280,19 @@ function isBusy(error: unknown): boolean {
   return e?.code === 'SQLITE_BUSY' || /database is locked|SQLITE_BUSY/i.test(String(e?.message ?? ''))
 }
 
-/** Increments of the cumulative statistics columns. */
+/** Increments of the cumulative statistics columns (`skipped` only for runs that count it). */
 function cumulative(statistics: WriteStatistics): Record<string, { '+=': number }> {
   return {
     statistics_created: { '+=': statistics.created },
     statistics_updated: { '+=': statistics.updated },
     statistics_deleted: { '+=': statistics.deleted },
+    ...(statistics.skipped ? { statistics_skipped: { '+=': statistics.skipped } } : {}),
   }
+}
+
+/** The run's skipped count, written only by runs of `onError: 'skip'` pipelines (and replays). */
+function skipped(statistics: WriteStatistics): Record<string, number> {
+  return statistics.skipped === undefined ? {} : { statistics_skipped: statistics.skipped }
 }
 
 /** A missing tracker table becomes TRACKER_MISSING naming the table to deploy. */

@@ -40,6 +40,13 @@ export abstract class BaseTargetAdapter {
   /** Soft delete with `deletedAction: 'flag'` (optional): sets `field` to `value` on the owned rows with these keys not flagged yet; returns how many. */
   flagKeys?(keys: DataRecord[], field: string, value: unknown, context: WriteContext): Promise<number>
 
+  /**
+   * `onError: 'skip'` (optional): runs one write so that its failure undoes only its own
+   * statements and leaves the surrounding transaction usable (a savepoint); a database target
+   * needs it on PostgreSQL, where a failed statement aborts the whole transaction.
+   */
+  isolate?<T>(write: () => Promise<T>): Promise<T>
+
   /** Called once before writing; resolve models, connect services. */
   async prepare(): Promise<void> {}
 

@@ -23,6 +23,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   private keyKinds?: Array<'number' | 'string' | undefined>
   /** Whether a batch's column list qualifies for INSERT `rows` (see flatColumns). */
   private flat?: { signature: string; ok: boolean }
+  /** Savepoints taken by `isolate` (unique names). */
+  private savepoints = 0
 
   capabilities(): TargetCapabilities {
     return { keyAddressableUpsert: true, truncate: true, batchDelete: true, batchInsert: true }
@@ -78,6 +80,26 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     })
     if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
     return { created, updated: changed.length - created, deleted: 0 }
+  }
+
+  /**
+   * A write inside a savepoint of the caller's transaction: on failure only its own statements
+   * are undone (ROLLBACK TO SAVEPOINT), and the transaction goes on — PostgreSQL would abort it
+   * at the failed statement, SQLite and HANA keep it anyway. Used by `onError: 'skip'`.
+   */
+  override async isolate<T>(write: () => Promise<T>): Promise<T> {
+    const savepoint = `data_pipeline_${++this.savepoints}`
+    await this.db!.run(`SAVEPOINT ${savepoint}`)
+    let result: T
+    try {
+      result = await write()
+    } catch (error) {
+      await this.db!.run(`ROLLBACK TO SAVEPOINT ${savepoint}`)
+      await this.db!.run(`RELEASE SAVEPOINT ${savepoint}`)
+      throw error
+    }
+    await this.db!.run(`RELEASE SAVEPOINT ${savepoint}`)
+    return result
   }
 
   private keyOf(row: DataRecord): string {
