@@ -113,7 +113,15 @@ export function entityOfCsn(csn: unknown, name: string): Record<string, ColumnSh
   const out: Record<string, ColumnShape> = {}
   for (const [column, element] of Object.entries(found.elements)) {
     if (isAssociation(element) || element.virtual || element.value !== undefined || element.elements) continue
-    out[column] = shapeOfElement(element, resolve)
+    const shape = shapeOfElement(element, resolve)
+    // sizes a derived type declares (`type Code : String(3)`) apply unless the element sets its own
+    for (let def = definitions[element.type ?? ''], depth = 0; def && depth < 8; def = definitions[def.type ?? ''], depth++) {
+      const sized = shapeOfElement(def as CsnElement)
+      shape.length ??= sized.length
+      shape.precision ??= sized.precision
+      shape.scale ??= sized.scale
+    }
+    out[column] = Object.fromEntries(Object.entries(shape).filter(([, value]) => value !== undefined)) as ColumnShape
   }
   return out
 }
