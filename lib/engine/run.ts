@@ -193,7 +193,7 @@ export class PipelineRun {
         if (!atomic) this.rejects?.committed()
         this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
-      if (request.mode === 'delta') this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
+      if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
     }
     await this.rejects?.start()
     if (atomic) {
