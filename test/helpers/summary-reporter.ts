@@ -10,7 +10,11 @@
  * - every unhandled error counts once (unless `dangerouslyIgnoreUnhandledErrors`).
  * And when vitest ends the run as failed or sets a non-zero exit code, failed is at least 1.
  * Skipped stays what was skipped on purpose: `skip`/`todo`/`skipIf`, `ctx.skip()`, outside `only`.
+ *
+ * With `VITEST_SUMMARY_FILE` set, the same counts are also written there as JSON
+ * (`{ passed, failed, skipped }`): .ci/run adds up its jobs (cds 10 and cds 9) into one closing line.
  */
+import { writeFileSync } from 'node:fs'
 import type { Reporter, SerializedError, TestCase, TestModule, TestRunEndReason, TestSuite, Vitest } from 'vitest/node'
 
 export interface Summary {
@@ -71,5 +75,7 @@ export default class SummaryReporter implements Reporter {
     const lines = broken.map(b => `error in ${b.name}${b.notRun ? ` (${b.notRun} test${b.notRun === 1 ? '' : 's'} not run, counted as failed)` : ''}: ${b.error}`)
     if (unhandledErrors.length && this.countUnhandled) lines.push(`unhandled errors: ${unhandledErrors.length} (counted as failed)`)
     process.stdout.write(`\n${lines.map(line => `${line}\n`).join('')}${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`)
+    const file = process.env.VITEST_SUMMARY_FILE
+    if (file) writeFileSync(file, `${JSON.stringify({ passed, failed, skipped })}\n`)
   }
 }

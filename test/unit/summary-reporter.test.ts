@@ -4,6 +4,8 @@
  * the `.spec-fixture.ts` files are outside the include globs of the real suite).
  */
 import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { ROOT } from '../helpers/apps'
 
@@ -11,9 +13,10 @@ const CONFIG = path.join(ROOT, 'test/fixtures/reporter/vitest.config.mts')
 const VITEST = path.join(ROOT, 'node_modules/vitest/vitest.mjs')
 
 /** Runs the fixtures (those whose file name contains `filter`); the exit code and printed lines. */
-function runFixtures(filter?: string): Promise<{ code: number | null; lines: string[]; output: string }> {
+function runFixtures(filter?: string, extraEnv: Record<string, string> = {}): Promise<{ code: number | null; lines: string[]; output: string }> {
   const env: Record<string, string> = { NO_COLOR: '1' }
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !/^(VITEST|TEST$|NODE_ENV$|FORCE_COLOR$)/.test(key)) env[key] = value
+  Object.assign(env, extraEnv)
   const child = spawn(process.execPath, [VITEST, 'run', '--config', CONFIG, ...filter ? [filter] : []], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', chunk => { output += chunk })
@@ -50,6 +53,18 @@ describe('summary reporter: the closing line', () => {
     const { code, lines, output } = await runFixtures('no-such-fixture')
     expect(code, output).toBe(1)
     expect(lines.at(-1), output).toBe('0 passed, 1 failed')
+  }, 60_000)
+
+  test('VITEST_SUMMARY_FILE receives the counts of the closing line as JSON (.ci/run adds up its jobs)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'summary-'))
+    try {
+      const file = path.join(dir, 'summary.json')
+      const { lines, output } = await runFixtures('unhandled-error', { VITEST_SUMMARY_FILE: file })
+      expect(lines.at(-1), output).toBe('1 passed, 1 failed')
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ passed: 1, failed: 1, skipped: 0 })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 60_000)
 
   test('skipped on purpose stays skipped: a passing run says 0 failed and exits 0', async () => {
