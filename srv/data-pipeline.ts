@@ -11,7 +11,7 @@ import { EVENTS, LOGGER, QUEUE, SERVICE_NAME } from '../lib/constants.js'
 import {
   PipelineRegistry, type EnqueuedRun, type ExecuteOptions, type ExecuteResult, type InProcessExecuteOptions, type QueuedExecuteOptions, type StartedRun,
 } from '../lib/engine/registry.js'
-import type { QueueHost, QueuedRunMessage, ScheduleInput, TickMessage } from '../lib/engine/schedule.js'
+import { majorVersion, type QueueHost, type QueuedRunMessage, type ScheduleInput, type TickMessage } from '../lib/engine/schedule.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/engine/config.js'
@@ -48,6 +48,46 @@ const LOG = cds.log(LOGGER.engine)
 /** Marks the built-in handlers so user handlers are always inserted before them. */
 const BUILT_IN = new WeakSet<Handler>()
 
+/**
+ * The application's function behind a handler CAP registered in its place: `@sap/cds` 9 wraps sync
+ * `before`/`after` handlers in an anonymous async function (unless `features.async_handler_compat`),
+ * which would hide their names from `registeredHooks`; cds 10 registers the function itself.
+ */
+const ORIGINAL = new WeakMap<Handler, Handler>()
+type HandlerLists = Record<string, HandlerEntry[] | undefined>
+
+/**
+ * `@sap/cds` 9 processes queue tasks with `legacyLocking` by default: a task's handler runs inside
+ * the transaction that fetched the task, and with SQLite's single connection the guard and the run,
+ * which take transactions of their own, would wait for it forever (queued ticks and one-off runs hang
+ * the app). For the engine's own tasks use what cds 10 does by default — a short fetch transaction,
+ * the handler in its own — unless the app configured this service's queue itself
+ * (`cds.requires['data-pipeline'].queued`). cds 10 is left as it is.
+ */
+function useOwnQueueLocking(service: { options?: Record<string, unknown> }): void {
+  const options = service.options
+  if (!options || majorVersion(cds.version) >= 10) return
+  if (options.queued !== undefined || options.outboxed !== undefined || options.outbox !== undefined) return
+  options.queued = { legacyLocking: false }
+}
+
+type ScheduleBuilder = { as?: (task: string) => ScheduleBuilder; asTask?: (task: string) => ScheduleBuilder }
+
+/**
+ * Named tasks are `srv.schedule(...).as(name)` on `@sap/cds` 10 and `.asTask(name)` on cds 9: this
+ * service's `schedule` answers to both names on cds 9, so the queued engine uses one API.
+ */
+function nameTasksAsOnCds9(service: { schedule?: (...args: unknown[]) => ScheduleBuilder }): void {
+  const schedule = service.schedule
+  if (typeof schedule !== 'function' || majorVersion(cds.version) >= 10) return
+  const compatible = function (this: unknown, ...args: unknown[]) {
+    const builder = schedule.apply(this, args)
+    if (builder && typeof builder.as !== 'function' && typeof builder.asTask === 'function') builder.as = builder.asTask
+    return builder
+  }
+  Object.defineProperty(service, 'schedule', { value: Object.assign(compatible, schedule), configurable: true, writable: true })
+}
+
 export default class DataPipelineService extends cds.Service {
   readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
@@ -57,6 +97,8 @@ export default class DataPipelineService extends cds.Service {
   }
 
   override async init(): Promise<void> {
+    useOwnQueueLocking(this as unknown as { options?: Record<string, unknown> })
+    nameTasksAsOnCds9(this as unknown as { schedule?: (...args: unknown[]) => ScheduleBuilder })
     const builtIn = (event: string, handler: Handler) => {
       BUILT_IN.add(handler)
       ;(this as unknown as { on(event: string, handler: Handler): void }).on(event, handler)
@@ -89,6 +131,24 @@ export default class DataPipelineService extends cds.Service {
     ;(super.on as (...a: unknown[]) => unknown)(...args)
     const handlers = (this as unknown as { handlers: { on: HandlerEntry[] } }).handlers
     handlers.on = [...handlers.on.filter(h => !BUILT_IN.has(h.handler)), ...handlers.on.filter(h => BUILT_IN.has(h.handler))]
+    return this
+  }
+
+  override before(...args: unknown[]): this {
+    return this.rememberOriginal('before', args, () => (super.before as (...a: unknown[]) => unknown)(...args))
+  }
+
+  override after(...args: unknown[]): this {
+    return this.rememberOriginal('after', args, () => (super.after as (...a: unknown[]) => unknown)(...args))
+  }
+
+  /** Registers through CAP, then maps every entry it added with a wrapper to the function passed in. */
+  private rememberOriginal(phase: 'before' | 'after', args: unknown[], register: () => unknown): this {
+    const lists = () => { const h = (this as unknown as { handlers: HandlerLists }).handlers; return [h[phase], h._initial].filter(list => Array.isArray(list)) }
+    const lengths = new Map(lists().map(list => [list, list.length]))
+    register()
+    const original = [...args].reverse().find(arg => typeof arg === 'function') as Handler | undefined
+    if (original) for (const list of lists()) for (const entry of list.slice(lengths.get(list) ?? 0)) if (entry.handler !== original) ORIGINAL.set(entry.handler, original)
     return this
   }
 
@@ -199,7 +259,7 @@ export default class DataPipelineService extends cds.Service {
         if (BUILT_IN.has(entry.handler) || !events.includes(event)) continue
         const path = entry.path as string | undefined
         if (path && path !== `${this.name}.${name}`) continue
-        hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: entry.handler.name || 'anonymous' })
+        hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: (ORIGINAL.get(entry.handler) ?? entry.handler).name || 'anonymous' })
       }
     }
     return hooks
