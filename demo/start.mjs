@@ -94,7 +94,8 @@ process.on('SIGTERM', () => shutdown(0))
 try {
   const providerPort = await freePort(Number(process.env.DEMO_PROVIDER_PORT ?? 4005))
   const consumerPort = await freePort(Number(process.env.DEMO_CONSUMER_PORT ?? 4004))
-  const provider = await startApp('provider', 'provider', providerPort)
+  // profile api-v2: the provider serves a newer API than the consumer imported (schema drift)
+  const provider = await startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2' })
   const salesUrl = `${provider}/odata/v4/sales`
   const consumer = await startApp('consumer', 'consumer', consumerPort, {
     // points the consumer's remote service at the provider just started

@@ -1,7 +1,8 @@
 // Demo provider: seeds the catalog on start (in-memory SQLite, so every start is the same story)
-// and keeps changing a few orders so the consumer's delta pipeline has work.
+// and keeps changing a few orders so the consumer's delta pipeline has work. With CDS_ENV=api-v2
+// (`npm start`) it serves version 2 of its API (api-v2/products.cds: products with an EAN).
 const cds = require('@sap/cds')
-const { products, orders } = require('./srv/data')
+const { products, orders, legacyProduct, ean } = require('./srv/data')
 const startActivity = require('./srv/activity')
 
 cds.on('served', async () => {
@@ -12,7 +13,12 @@ cds.on('served', async () => {
     await INSERT.into(Products).entries(catalog)
     const rows = orders(catalog, Number(process.env.DEMO_ORDERS ?? 2000))
     await INSERT.into(Orders).entries(rows)
-    cds.log('activity').info(`seeded ${catalog.length} products and ${rows.length} orders`)
+    // a product no order refers to, whose currency breaks the API's String(3) (SQLite stores it anyway):
+    // the consumer's `products` pipeline (onError: 'skip') sets it aside as a rejected record
+    await INSERT.into(Products).entries(legacyProduct(catalog.length + 1))
+    // profile api-v2 (api-v2/products.cds): products have an EAN, unknown to the consumer's imported API
+    if (Products.elements.ean) for (const { ID } of catalog) await UPDATE(Products, ID).set({ ean: ean(ID) })
+    cds.log('activity').info(`seeded ${catalog.length + 1} products and ${rows.length} orders${Products.elements.ean ? ' (API version 2: products with EAN)' : ''}`)
   }
   const every = Number(process.env.DEMO_CHANGE_EVERY ?? 20_000)
   if (every > 0) startActivity(every)

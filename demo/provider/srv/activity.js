@@ -22,7 +22,7 @@ module.exports = function startActivity(every) {
         changed.push(`#${picked.ID} ${picked.status}→${status}`)
       }
       const { max } = await SELECT.one.from(Orders).columns('max(ID) as max')
-      const catalog = await SELECT.from(Products)
+      const catalog = await SELECT.from(Products).where({ currency: 'EUR' }) // not the legacy product (see data.js)
       const added = order(max + 1, rnd, catalog, Date.now())
       added.modifiedAt = now
       added.status = 'open'

@@ -34,6 +34,21 @@ function products(count = 120) {
   })
 }
 
+/**
+ * A product from an old system: its currency 'EURO' is longer than the String(3) the API declares
+ * (SQLite does not enforce lengths). The consumer cannot store it; no order refers to it.
+ */
+function legacyProduct(ID) {
+  return { ID, name: 'Legacy Bundle (migrated)', category: 'Accessories', price: 99, currency: 'EURO', modifiedAt: new Date(Date.now() - 90 * DAY).toISOString() }
+}
+
+/** A 13-digit EAN with its check digit (API version 2). */
+function ean(ID) {
+  const digits = `400638${String(ID).padStart(6, '0')}`
+  const sum = [...digits].reduce((total, d, i) => total + Number(d) * (i % 2 ? 3 : 1), 0)
+  return digits + ((10 - (sum % 10)) % 10)
+}
+
 function order(ID, rnd, catalog, at) {
   const product = catalog[Math.floor(rnd() * catalog.length)]
   const country = COUNTRIES[Math.floor(rnd() * COUNTRIES.length)]
@@ -63,4 +78,4 @@ function orders(catalog, count = 2000) {
   return Array.from({ length: count }, (_, i) => order(i + 1, rnd, catalog, start + Math.floor((i / count) * 59 * DAY)))
 }
 
-module.exports = { products, orders, order, random }
+module.exports = { products, orders, order, random, legacyProduct, ean }
