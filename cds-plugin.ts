@@ -7,9 +7,11 @@ import { registerManagementModel } from './lib/mounting.js'
 import { registerConsole } from './lib/console.js'
 import { registerLogRedaction } from './lib/secrets.js'
 import { registerFederation } from './lib/federation/index.js'
+import { registerTenancy } from './lib/tenancy/index.js'
 
 registerLifecycle()
 registerManagementModel()
 registerConsole()
 registerLogRedaction()
 registerFederation()
+registerTenancy()

@@ -15,6 +15,7 @@ export const LOGGER = {
   hcql: 'data-pipeline|hcql',
   db: 'data-pipeline|db',
   schedule: 'data-pipeline|schedule',
+  tenancy: 'data-pipeline|tenancy',
   federation: 'federation',
 } as const
 
@@ -59,6 +60,17 @@ export const QUEUE = {
   watchGrace: 250,
   /** Re-check interval of the watchdog after a flush or an error (ms). */
   watchRetry: 1000,
+} as const
+/** Multitenancy (`cds.requires['data-pipeline'].multitenancy`, lib/tenancy). */
+export const MULTITENANCY = {
+  /** Default of `multitenancy.parallel`: tenant runs at once per process in a fan-out. */
+  parallel: 4,
+  /** What `multitenancy.tenants.<tenant>.replicate.<pipeline>` may set. */
+  tenantOverridable: ['mode', 'schedule'],
+  /** The trigger recorded for runs started by a subscription (`syncOnSubscribe`). */
+  subscribeTrigger: 'event',
+  /** The engine handles a subscribe/upgrade/unsubscribe at the latest this long after the request (ms), should CAP not report its end. */
+  lifecycleFallback: 30_000,
 } as const
 export const TRANSACTION_SCOPES = ['batch', 'run'] as const
 export type TransactionScope = (typeof TRANSACTION_SCOPES)[number]

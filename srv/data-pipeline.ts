@@ -176,6 +176,14 @@ export default class DataPipelineService extends cds.Service {
     return this.registry.execute(name, options)
   }
 
+  /**
+   * `execute(name, { ...options, tenant })`: one run in the tenant's context (its database, its
+   * tracker rows, its settings under `multitenancy.tenants`); needs CAP's multitenancy.
+   */
+  executeForTenant(tenant: string, name: string, options: Omit<ExecuteOptions, 'tenant'> = {}): Promise<ExecuteResult> {
+    return this.registry.execute(name, { ...options, tenant })
+  }
+
   /** Sets the pipeline's schedule (an override, persisted); see SPEC "Schedule rules". */
   async setSchedule(name: string, schedule: ScheduleInput): Promise<PipelineRow> {
     await this.registry.setSchedule(name, schedule)

@@ -17,6 +17,7 @@ import { sourceNameOf } from '../lib/adapters/mapping.js'
 import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type DataPipelineService from './data-pipeline.js'
+import { contextTenant, tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -67,6 +68,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       }
     })
 
+    // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
+    ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns'], async () => {
+      const tenant = contextTenant()
+      if (tenant && tenancySettings().active) await (await this.engine()).registry.ensureTenant(tenant)
+    })
+
     const bound = (name: string, operation: Operation) => srv.on(name, 'Pipelines', req => this.runOperation(req, operation))
     const unbound = (name: string, operation: Operation) => srv.on(name, req => this.runOperation(req, operation))
 
@@ -79,7 +86,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const name = requiredString(req.data.name, 'name')
       const mode = optionalEnum(req.data.mode, ['full', 'delta', 'partial-refresh'] as const, 'mode')
       const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
-      const tenant = req.data.tenant === null || req.data.tenant === undefined ? undefined : requiredString(req.data.tenant, 'tenant')
+      let tenant = req.data.tenant === null || req.data.tenant === undefined ? undefined : requiredString(req.data.tenant, 'tenant')
+      // a tenant's user runs in its own tenant only; a provider (tenant-less) user may name any tenant
+      const own = contextTenant()
+      if (own && tenant && tenant !== own) throw new PipelineError('FORBIDDEN', `tenant: '${tenant}' is not your tenant; you may run pipelines of tenant '${own}' only`, { target: 'tenant' })
+      if (own && tenancySettings().active) tenant = own
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
@@ -136,8 +147,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('configView', async (req, engine) => {
       const name = pipelineName(req)
-      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.get(name), {
+      const tenant = contextTenant()
+      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.effectiveFor(name, tenant), {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
+        tenant, tenantOverrides: tenantOverrides(tenant, name),
       }))
     })
     bound('inspectData', async (req, engine) => {
@@ -185,7 +198,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 
   private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
-    const { runId, done } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
+    const { runId, done, tenants } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
+    if (tenants) LOG.info(`pipeline '${name}': ${options.async ? 'started' : 'ran'} for ${tenants.length} tenant(s): ${tenants.join(', ')}`)
     if (options.async || !done) {
       req.http?.res?.status(202)
       done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
@@ -216,6 +230,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
+    // the configuration is shared by all tenants: a tenant's user cannot change it for the others
+    const tenant = contextTenant()
+    if (tenant && tenancySettings().active)
+      throw new PipelineError('FORBIDDEN', `Pipeline configuration is shared by all tenants and cannot be changed by tenant '${tenant}'; per-tenant mode and schedule are set in cds.requires['data-pipeline'].multitenancy.tenants`, { target: 'name' })
     await engine.registry.applyOverrides(name, overrides)
     return publicRow((await engine.registry.tracker.read(name))!)
   }

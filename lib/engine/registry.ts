@@ -11,7 +11,7 @@ import {
   QueuedSchedules, SpawnTimer, sameSchedule, scheduleLabel, scheduleLiveChangeSupported, parseSchedule,
   type QueueHost, type QueuedRunMessage, type ScheduleInput, type ScheduleSpec, type TickMessage,
 } from './schedule.js'
-import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow } from './tracker.js'
+import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow, type RegistrationRow } from './tracker.js'
 import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
@@ -19,6 +19,10 @@ import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
 import { CqnSourceAdapter } from '../adapters/source/cqn.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
+import { TenantFanOut } from '../tenancy/fanout.js'
+import { contextTenant, tenancySettings, tenantOverrides } from '../tenancy/settings.js'
+import { subscribedTenants } from '../tenancy/tenants.js'
+import { inTenant } from '../tenancy/context.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -36,9 +40,11 @@ export interface ExecuteOptions {
 }
 
 export interface ExecuteResult {
-  /** The run's ID; absent for a run enqueued with `engine: 'queued'` (known once an instance starts it). */
+  /** The run's ID; absent for a run enqueued with `engine: 'queued'` (known once an instance starts it) and for a fan-out over tenants. */
   runId?: string
   name: string
+  /** Fan-out over tenants (multitenancy, no tenant given): the subscribed tenants the pipeline runs for. */
+  tenants?: string[]
   /**
    * Settles when the run ends: resolves with the outcome, rejects with the failure. Absent for
    * a run enqueued with `engine: 'queued'` (its outcome lands in PipelineRuns).
@@ -83,6 +89,17 @@ interface Registered {
   activated?: boolean
   /** Serialises schedule changes of this pipeline. */
   scheduling?: Promise<void>
+  /** The tracker row of the registration: written into a tenant's database on first use there (multitenancy). */
+  registration?: { row: RegistrationRow; enabled: boolean }
+  /** Tenants with settings of their own (`multitenancy.tenants`): their effective config and adapters. */
+  tenants?: Map<string, { effective: ResolvedPipeline; prepared?: Promise<PreparedPipeline> }>
+  /** Spawn timers of tenants with a schedule of their own (fan-out). */
+  tenantTimers?: Map<string, SpawnTimer>
+}
+
+/** The outcome of a fan-out: one entry per tenant. */
+export interface FanOutOutcome extends RunOutcome {
+  runs: Array<{ tenant: string; runId?: string; status: 'completed' | 'failed' | 'skipped'; statistics?: RunOutcome['statistics']; error?: string }>
 }
 
 export class PipelineRegistry {
@@ -91,6 +108,10 @@ export class PipelineRegistry {
   private schedulesActive = false
   private readonly queue: QueuedSchedules
   private hostVersion: () => string
+  /** Bounded parallelism of tenant runs (`multitenancy.parallel`). */
+  readonly fanOut = new TenantFanOut(() => tenancySettings().parallel)
+  /** `<tenant>\0<pipeline>`: tracker rows known to exist in that tenant's database. */
+  private readonly registeredIn = new Set<string>()
 
   /**
    * @param host the engine service: queued schedules are tasks of this service on CAP's queue
@@ -143,23 +164,25 @@ export class PipelineRegistry {
     checkOrigin(coded)
 
     let row: PipelineRow | undefined
-    try {
-      row = await this.tracker.register({
-        name: coded.name,
-        description: config.description ?? null,
-        source: JSON.stringify(serializable(config.source)),
-        target: JSON.stringify(serializable(config.target)),
-        mode: coded.mode,
-        baseConfig: JSON.stringify(serializable(config)),
-        schedule: scheduleLabel(coded.schedule),
-        origin: config.source.origin ?? null,
-      }, coded.enabled)
+    const registration: RegistrationRow = {
+      name: coded.name,
+      description: config.description ?? null,
+      source: JSON.stringify(serializable(config.source)),
+      target: JSON.stringify(serializable(config.target)),
+      mode: coded.mode,
+      baseConfig: JSON.stringify(serializable(config)),
+      schedule: scheduleLabel(coded.schedule),
+      origin: config.source.origin ?? null,
+    }
+    // multitenancy: the tracker rows live in each tenant's database, written there on first use
+    if (!tenancySettings().active || contextTenant()) try {
+      row = await this.tracker.register(registration, coded.enabled)
     } catch (error) {
       if ((error as PipelineError).code !== 'TRACKER_MISSING') throw error
       LOG.warn((error as Error).message)
     }
     const overrides = parseStoredOverrides(row?.overrides)
-    const entry: Registered = { coded: config, fingerprint, overrides: {}, effective: coded }
+    const entry: Registered = { coded: config, fingerprint, overrides: {}, effective: coded, registration: { row: registration, enabled: coded.enabled } }
     this.pipelines.set(coded.name, entry)
     if (Object.keys(overrides).length) {
       try {
@@ -195,6 +218,7 @@ export class PipelineRegistry {
     entry.overrides = overrides
     entry.effective = effective
     entry.prepared = undefined
+    entry.tenants = undefined
     await this.tracker.update(name, {
       overrides: Object.keys(overrides).length ? JSON.stringify(overrides) : null,
       mode: effective.mode,
@@ -254,9 +278,33 @@ export class PipelineRegistry {
       throw invalidConfig('target', "lacks capability 'truncate' or 'batchDelete', needed for mode 'full'")
   }
 
-  /** Connects adapters and derives the mapping once per effective config. */
-  prepare(name: string): Promise<PreparedPipeline> {
+  /**
+   * The effective config of a pipeline for a tenant: with the tenant's own `mode`/`schedule`
+   * (`multitenancy.tenants.<tenant>.replicate.<pipeline>`) on top, else the pipeline's.
+   */
+  effectiveFor(name: string, tenant: string | undefined = contextTenant()): ResolvedPipeline {
+    return this.holder(name, tenant).effective
+  }
+
+  private holder(name: string, tenant: string | undefined): { effective: ResolvedPipeline; prepared?: Promise<PreparedPipeline> } {
     const entry = this.entry(name)
+    const own = tenantOverrides(tenant, name)
+    if (!own || !tenant) return entry
+    let holder = entry.tenants?.get(tenant)
+    if (!holder) {
+      try {
+        holder = { effective: resolvePipeline(applyOverrides(entry.coded, { ...entry.overrides, ...own }), { serviceKind: requiredKind }) }
+      } catch (error) {
+        throw invalidConfig(`multitenancy.tenants.${tenant}.replicate`, `of pipeline '${name}' is invalid: ${(error as Error).message}`)
+      }
+      ;(entry.tenants ??= new Map()).set(tenant, holder)
+    }
+    return holder
+  }
+
+  /** Connects adapters and derives the mapping once per effective config (per tenant with settings of its own). */
+  prepare(name: string, tenant: string | undefined = contextTenant()): Promise<PreparedPipeline> {
+    const entry = this.holder(name, tenant)
     if (!entry.prepared) {
       const pipeline = entry.effective
       entry.prepared = (async () => {
@@ -285,7 +333,9 @@ export class PipelineRegistry {
   async execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun>
   async execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   async execute(name: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
-    const pipeline = this.get(name)
+    this.get(name)
+    if (options.tenant === undefined && tenancySettings().fanOutScheduledRuns && !contextTenant()) return this.executeForAll(name, options)
+    const pipeline = this.effectiveFor(name, options.tenant || contextTenant())
     const mode = options.mode ?? pipeline.mode
     if (!(RUN_MODES as readonly string[]).includes(mode))
       throw new PipelineError('INVALID_PARAMETER', `mode '${String(mode)}' is invalid; expected one of ${RUN_MODES.join(', ')}`, { target: 'mode' })
@@ -314,7 +364,9 @@ export class PipelineRegistry {
    * (a queue task's) has ended, so the task completes as soon as the guard has decided.
    */
   private async launch(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, afterTransaction = false): Promise<StartedRun> {
-    const prepared = await this.prepare(name)
+    const tenant = request.tenant ?? contextTenant()
+    if (tenant && tenancySettings().active) await this.ensureInTenant(name, tenant)
+    const prepared = await this.prepare(name, tenant)
     const run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
     await detached(() => run.begin(), request.tenant)
     // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
@@ -358,7 +410,10 @@ export class PipelineRegistry {
   /** Stops this process's timers. Queued tasks stay: they belong to the app, not to this instance. */
   stopSchedules(): void {
     this.schedulesActive = false
-    for (const entry of this.pipelines.values()) entry.timer?.stop()
+    for (const entry of this.pipelines.values()) {
+      entry.timer?.stop()
+      for (const timer of entry.tenantTimers?.values() ?? []) timer.stop()
+    }
     this.queue.stop()
   }
 
@@ -378,6 +433,7 @@ export class PipelineRegistry {
     const schedule = entry.effective.schedule
     entry.timer?.stop()
     entry.timer = undefined
+    if (tenancySettings().fanOutScheduledRuns) return this.applyTenantSchedules(name, entry, first)
     if (schedule?.engine === 'queued') {
       await this.queue.install(name, schedule)
       entry.installed = schedule
@@ -390,8 +446,153 @@ export class PipelineRegistry {
     if (schedule && this.schedulesActive) entry.timer = new SpawnTimer(schedule.every!, () => this.tick(name)).start()
   }
 
+  // -------------------------------------------------------------------------------------------
+  // multitenancy (lib/tenancy): tracker rows per tenant, fan-out, per-tenant schedules
+
+  /**
+   * Fan-out schedules: a spawn schedule is one timer whose ticks run the pipeline for every
+   * subscribed tenant (CAP's registry, read at each tick); a queued schedule is one task per
+   * tenant (`data-pipeline/<tenant>/<pipeline>`) in that tenant's database. A tenant with a
+   * schedule of its own (`multitenancy.tenants`) gets its own timer or task.
+   */
+  private async applyTenantSchedules(name: string, entry: Registered, first: boolean): Promise<void> {
+    const schedule = entry.effective.schedule
+    // the provider has no tenant data: no task of its own, one per tenant instead
+    if (first || entry.installed?.engine === 'queued') await this.queue.removeOrphan(name)
+    entry.installed = schedule
+    if (schedule?.engine === 'spawn' && this.schedulesActive) entry.timer = new SpawnTimer(schedule.every!, () => this.tick(name)).start()
+    for (const timer of entry.tenantTimers?.values() ?? []) timer.stop()
+    entry.tenantTimers = undefined
+    let tenants: string[]
+    try {
+      tenants = await subscribedTenants()
+    } catch (error) {
+      // the tenants get their schedules when they subscribe (or at the next start)
+      LOG.error(`pipeline '${name}': the subscribed tenants could not be read, their schedules are not started: ${(error as Error).message}`)
+      return
+    }
+    await Promise.all(tenants.map(tenant => this.applyTenantSchedule(name, entry, tenant).catch(error =>
+      LOG.error(`pipeline '${name}': its schedule for tenant '${tenant}' could not be started: ${(error as Error).message}`))))
+  }
+
+  private async applyTenantSchedule(name: string, entry: Registered, tenant: string): Promise<void> {
+    entry.tenantTimers?.get(tenant)?.stop()
+    entry.tenantTimers?.delete(tenant)
+    const own = tenantOverrides(tenant, name)
+    const schedule = this.effectiveFor(name, tenant).schedule
+    if (schedule?.engine === 'queued') {
+      await this.queue.install(name, schedule, tenant)
+      return
+    }
+    await this.queue.removeOrphan(name, tenant)
+    if (schedule && own && 'schedule' in own)
+      (entry.tenantTimers ??= new Map()).set(tenant, new SpawnTimer(schedule.every!, () => this.tenantTick(name, tenant)).start())
+  }
+
+  /** A fan-out spawn tick: the pipeline runs for each subscribed tenant without a schedule of its own, `parallel` at once. */
+  private async fanOutTick(name: string): Promise<void> {
+    let tenants: string[]
+    try {
+      tenants = (await subscribedTenants()).filter(tenant => !('schedule' in (tenantOverrides(tenant, name) ?? {})))
+    } catch (error) {
+      LOG.warn(`pipeline '${name}': scheduled tick could not read the subscribed tenants: ${(error as Error).message}`)
+      return
+    }
+    // not awaited: a slow tenant must not delay the next tick of the others (its own is skipped while it runs)
+    void this.fanOut.run(name, tenants, tenant => inTenant(tenant, () => this.startScheduled(name, false, tenant)).then(started => started?.done.catch(() => undefined)))
+  }
+
+  /** A tick of a tenant's own spawn schedule. */
+  private async tenantTick(name: string, tenant: string): Promise<void> {
+    if (!(await subscribedTenants().catch(() => [] as string[])).includes(tenant)) return
+    void this.fanOut.run(name, [tenant], each => inTenant(each, () => this.startScheduled(name, false, each)).then(started => started?.done.catch(() => undefined)))
+  }
+
+  /**
+   * `execute` without a tenant while fan-out is on (a provider or technical caller): one run per
+   * subscribed tenant, `parallel` at once. `done` settles once all ended: it resolves with the
+   * summed statistics and each tenant's outcome, or rejects naming the tenants whose run failed.
+   */
+  private async executeForAll(name: string, options: ExecuteOptions): Promise<ExecuteResult> {
+    const tenants = await subscribedTenants()
+    if (options.async && options.engine === 'queued') {
+      for (const tenant of tenants) await this.execute(name, { ...options, tenant })
+      return { name, tenants }
+    }
+    const settled = this.fanOut.run(name, tenants, async tenant => {
+      const { runId, done } = await this.execute(name, { ...options, tenant, async: true, engine: 'spawn' }) as StartedRun
+      return { runId, outcome: await done }
+    })
+    const execution = settled.then(results => {
+      const statistics = { created: 0, updated: 0, deleted: 0 }
+      const runs: FanOutOutcome['runs'] = results.map(({ tenant, skipped, value, error }) => {
+        if (value) {
+          for (const key of Object.keys(statistics) as Array<keyof typeof statistics>) statistics[key] += value.outcome.statistics?.[key] ?? 0
+          return { tenant, runId: value.runId, status: 'completed' as const, statistics: value.outcome.statistics }
+        }
+        if (skipped || (error as PipelineError)?.code === 'PIPELINE_RUNNING') return { tenant, status: 'skipped' as const, error: skipped ? 'a run is queued or active in this process' : (error as Error).message }
+        return { tenant, status: 'failed' as const, error: (error as Error)?.message ?? String(error) }
+      })
+      const failed = runs.filter(run => run.status === 'failed')
+      if (failed.length) {
+        throw Object.assign(new PipelineError('SOURCE_FAILED', `Pipeline '${name}' failed for tenant${failed.length > 1 ? 's' : ''} ${failed.map(run => `'${run.tenant}' (${run.error})`).join(', ')}`, { status: 502 }), { runs })
+      }
+      return { runId: '', status: 'completed' as const, statistics, runs } satisfies FanOutOutcome
+    })
+    if (!options.async) await execution.catch(() => undefined)
+    const done = observable<RunOutcome>(execution, error => LOG.error(`pipeline '${name}': fan-out over tenants failed and nobody awaited its 'done': ${(error as Error).message}`))
+    return { name, tenants, done }
+  }
+
+  /** Makes sure the pipeline's tracker row exists in the tenant's database (once per process, again after `forgetTenant`). */
+  async ensureInTenant(name: string, tenant: string): Promise<void> {
+    const key = `${tenant}\u0000${name}`
+    if (this.registeredIn.has(key)) return
+    const registration = this.entry(name).registration
+    if (!registration) return
+    const effective = this.effectiveFor(name, tenant)
+    await inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
+    this.registeredIn.add(key)
+  }
+
+  /** Tracker rows of all pipelines in the tenant's database. */
+  async ensureTenant(tenant: string): Promise<void> {
+    for (const name of this.names()) await this.ensureInTenant(name, tenant)
+  }
+
+  /** Starts the tenant's schedules (fan-out): after a subscription, or an upgrade that recreated its database. */
+  async installTenantSchedules(tenant: string): Promise<void> {
+    if (!this.schedulesActive || !tenancySettings().fanOutScheduledRuns) return
+    for (const [name, entry] of this.pipelines) {
+      if (!entry.activated) continue
+      await this.applyTenantSchedule(name, entry, tenant).catch(error =>
+        LOG.error(`pipeline '${name}': its schedule for tenant '${tenant}' could not be started: ${(error as Error).message}`))
+    }
+  }
+
+  /** Removes the tenant's queued tasks (best effort; before its database goes) and stops its timers. */
+  async removeTenantSchedules(tenant: string): Promise<void> {
+    for (const [name, entry] of this.pipelines) {
+      entry.tenantTimers?.get(tenant)?.stop()
+      entry.tenantTimers?.delete(tenant)
+      await this.queue.removeOrphan(name, tenant)
+    }
+    this.queue.forgetTenant(tenant)
+  }
+
+  /** Forgets what this process knows of a tenant's database (unsubscribed, or recreated by an upgrade). */
+  forgetTenant(tenant: string): void {
+    for (const key of [...this.registeredIn]) if (key.startsWith(`${tenant}\u0000`)) this.registeredIn.delete(key)
+    for (const entry of this.pipelines.values()) {
+      entry.tenantTimers?.get(tenant)?.stop()
+      entry.tenantTimers?.delete(tenant)
+    }
+    this.queue.forgetTenant(tenant)
+  }
+
   /** A spawn tick: skipped while disabled or while a run is active; waits for the run (no overlap). */
   private async tick(name: string): Promise<void> {
+    if (tenancySettings().fanOutScheduledRuns) return this.fanOutTick(name)
     const started = await this.startScheduled(name)
     await started?.done.catch(() => undefined)
   }
@@ -411,12 +612,19 @@ export class PipelineRegistry {
         return
       }
       const entry = this.entry(name)
-      if (this.schedulesActive && entry.activated && entry.installed?.engine !== 'queued') {
+      const tenant = message?.tenant
+      if (tenant) {
+        if (this.schedulesActive && entry.activated && this.effectiveFor(name, tenant).schedule?.engine !== 'queued') {
+          LOG.info(`pipeline '${name}' has no queued schedule for tenant '${tenant}' any more: its leftover task is removed`)
+          await this.queue.unschedule(name, tenant)
+          return
+        }
+      } else if (this.schedulesActive && entry.activated && entry.installed?.engine !== 'queued') {
         LOG.info(`pipeline '${name}' has no queued schedule any more: its leftover task is removed`)
         await this.queue.unschedule(name)
         return
       }
-      const started = await this.startScheduled(name, true)
+      const started = await this.startScheduled(name, true, tenant)
       started?.done.catch(() => undefined) // a failed run is recorded in PipelineRuns and logged by the run
     } catch (error) {
       LOG.error(`pipeline '${String(name)}': queued tick failed: ${(error as Error).message}`)
@@ -446,20 +654,22 @@ export class PipelineRegistry {
   }
 
   /** Starts a scheduled run unless disabled or running; never throws. */
-  private async startScheduled(name: string, afterTransaction = false): Promise<StartedRun | undefined> {
+  private async startScheduled(name: string, afterTransaction = false, tenant?: string): Promise<StartedRun | undefined> {
+    const where = tenant ? ` (tenant '${tenant}')` : ''
     try {
+      if (tenant) await this.ensureInTenant(name, tenant)
       const row = await this.tracker.read(name)
       if (row && row.enabled === false) {
-        LOG.debug(`pipeline '${name}': scheduled tick skipped, the pipeline is disabled`)
+        LOG.debug(`pipeline '${name}'${where}: scheduled tick skipped, the pipeline is disabled`)
         return undefined
       }
-      const pipeline = this.get(name)
+      const pipeline = this.effectiveFor(name, tenant)
       assertConnectionAvailable('execute')
-      return await this.launch(name, { mode: pipeline.mode, trigger: 'scheduled', async: true }, afterTransaction)
+      return await this.launch(name, { mode: pipeline.mode, trigger: 'scheduled', async: true, tenant }, afterTransaction)
     } catch (error) {
       const code = (error as PipelineError).code
-      if (code === 'PIPELINE_RUNNING') LOG.debug(`pipeline '${name}': scheduled tick skipped, a run is active`)
-      else LOG.warn(`pipeline '${name}': scheduled tick could not start a run: ${(error as Error).message}`)
+      if (code === 'PIPELINE_RUNNING') LOG.debug(`pipeline '${name}'${where}: scheduled tick skipped, a run is active`)
+      else LOG.warn(`pipeline '${name}'${where}: scheduled tick could not start a run: ${(error as Error).message}`)
       return undefined
     }
   }

@@ -272,13 +272,16 @@ export class QueuedSchedules {
     if (reason) throw new PipelineError('NOT_SUPPORTED', `Queued schedules are not available: ${reason}`, { target: 'schedule.engine' })
   }
 
-  /** The pipeline's task row, or undefined; a missing table becomes a guidance error. */
-  async read(pipeline: string): Promise<QueueRow | undefined> {
+  /**
+   * The pipeline's task row, or undefined; a missing table becomes a guidance error. With a
+   * tenant: its task `data-pipeline/<tenant>/<pipeline>` in the tenant's database.
+   */
+  async read(pipeline: string, tenant?: string): Promise<QueueRow | undefined> {
     const appid = (cds.env as unknown as { appid?: string }).appid
     // `cds.appid` isolates apps sharing one database (CAP's own unschedule filters on it too)
     const query = ql.SELECT.one.from(QUEUE.entity).columns('ID', 'task', 'timestamp', 'msg', 'attempts', 'status', 'lastError')
-      .where({ task: queuedTaskName(pipeline), ...(appid ? { appid } : {}) })
-    return (await this.inTx(() => run(query))) as QueueRow | undefined
+      .where({ task: queuedTaskName(pipeline, tenant), ...(appid ? { appid } : {}) })
+    return (await this.inTx(() => run(query), tenant)) as QueueRow | undefined
   }
 
   /**
@@ -287,51 +290,58 @@ export class QueuedSchedules {
    * otherwise it is replaced. The first tick of a new interval task comes after one interval
    * (like spawn); a cron task fires at its next cron time.
    */
-  async install(pipeline: string, spec: ScheduleSpec): Promise<'kept' | 'written'> {
+  async install(pipeline: string, spec: ScheduleSpec, tenant?: string): Promise<'kept' | 'written'> {
     this.assertAvailable()
     const every = spec.cron ?? spec.every!
-    const existing = await this.read(pipeline)
+    const task = queuedTaskName(pipeline, tenant)
+    const existing = await this.read(pipeline, tenant)
     const now = Date.now()
     if (existing && isSameTask(existing, every)) {
       const due = Date.parse(existing.timestamp ?? '')
-      this.watch(pipeline, spec, Number.isNaN(due) ? now : due)
-      LOG.debug(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} kept (next tick ${existing.timestamp})`)
+      this.watch(pipeline, spec, Number.isNaN(due) ? now : due, tenant)
+      LOG.debug(`pipeline '${pipeline}': queued task ${task} kept (next tick ${existing.timestamp})`)
       return 'kept'
     }
-    if (existing) await this.unschedule(pipeline)
+    if (existing) await this.unschedule(pipeline, tenant)
     const after = spec.cron ? Math.max(0, nextCronTime(spec.cron).getTime() - now) : spec.every!
-    const data: TickMessage = { pipeline, schedule: scheduleLabel(spec) }
+    const data: TickMessage = { pipeline, schedule: scheduleLabel(spec), ...(tenant ? { tenant } : {}) }
     await this.inTx(async () => {
       let builder = this.host.schedule!(QUEUE.tickEvent, data).every(every)
       // the queue arms its processing timer with `after` (a cron task's first fire time included)
       if (typeof builder.after === 'function') builder = builder.after(after)
       if (typeof builder.as !== 'function')
         throw new PipelineError('NOT_SUPPORTED', `Queued schedules need named tasks (srv.schedule(...).as(name)), which @sap/cds ${cds.version} lacks; upgrade to @sap/cds 10 or use engine 'spawn'`, { target: 'schedule.engine' })
-      await builder.as(queuedTaskName(pipeline))
-    })
-    this.watch(pipeline, spec, now + after)
-    LOG.info(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} scheduled (${scheduleLabel(spec)})`)
+      await builder.as(task)
+    }, tenant)
+    this.watch(pipeline, spec, now + after, tenant)
+    LOG.info(`pipeline '${pipeline}': queued task ${task} scheduled (${scheduleLabel(spec)})`)
     return 'written'
   }
 
   /** Removes the pipeline's task (no-op when there is none); returns the number of rows removed. */
-  async unschedule(pipeline: string): Promise<number> {
-    this.unwatch(pipeline)
+  async unschedule(pipeline: string, tenant?: string): Promise<number> {
+    this.unwatch(pipeline, tenant)
     if (typeof this.host.unschedule !== 'function') return 0
-    const result = await this.inTx(() => this.host.unschedule!(queuedTaskName(pipeline)))
+    const task = queuedTaskName(pipeline, tenant)
+    const result = await this.inTx(() => this.host.unschedule!(task), tenant)
     const removed = typeof result === 'number' ? result : Number((result as { affected?: number } | undefined)?.affected ?? 0)
-    if (removed) LOG.info(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} unscheduled`)
+    if (removed) LOG.info(`pipeline '${pipeline}': queued task ${task} unscheduled`)
     return removed
+  }
+
+  /** Stops this process's watchdogs of a tenant's tasks (the tenant unsubscribed); its tasks go with its database. */
+  forgetTenant(tenant: string): void {
+    for (const key of [...this.watched.keys()]) if (key.startsWith(`${tenant}\u0000`)) this.unwatchKey(key)
   }
 
   /**
    * Removes a leftover task of a pipeline that has no queued schedule (any more). Quiet when the
    * app does not use CAP's queue at all.
    */
-  async removeOrphan(pipeline: string): Promise<void> {
+  async removeOrphan(pipeline: string, tenant?: string): Promise<void> {
     if (typeof this.host.unschedule !== 'function' || !modelHasQueue() || !(cds as unknown as { db?: unknown }).db) return
     try {
-      if (await this.unschedule(pipeline)) LOG.info(`pipeline '${pipeline}' has no queued schedule any more: its task was removed`)
+      if (await this.unschedule(pipeline, tenant)) LOG.info(`pipeline '${pipeline}' has no queued schedule any more: its task was removed`)
     } catch (error) {
       LOG.debug(`pipeline '${pipeline}': no queued task to remove (${(error as Error).message})`)
     }
@@ -346,7 +356,7 @@ export class QueuedSchedules {
 
   /** Stops the watchdogs (shutdown); the tasks stay in the database. */
   stop(): void {
-    for (const pipeline of [...this.watched.keys()]) this.unwatch(pipeline)
+    for (const key of [...this.watched.keys()]) this.unwatchKey(key)
   }
 
   /**
@@ -359,30 +369,32 @@ export class QueuedSchedules {
    * instance for longer than the queue's `timeout` is written anew (cds 10's queue does not
    * pick it up again by itself).
    */
-  private watch(pipeline: string, spec: ScheduleSpec, dueAt: number): void {
-    this.unwatch(pipeline)
-    this.plan(pipeline, spec, Math.max(0, dueAt - Date.now()) + QUEUE.watchGrace)
+  private watch(pipeline: string, spec: ScheduleSpec, dueAt: number, tenant?: string): void {
+    this.unwatch(pipeline, tenant)
+    this.plan(pipeline, spec, Math.max(0, dueAt - Date.now()) + QUEUE.watchGrace, tenant)
   }
 
-  private plan(pipeline: string, spec: ScheduleSpec, delay: number): void {
+  private plan(pipeline: string, spec: ScheduleSpec, delay: number, tenant?: string): void {
+    const key = watchKey(pipeline, tenant)
     const step = Math.min(delay, 2 ** 31 - 1)
     const timer = setTimeout(() => {
-      if (this.watched.get(pipeline) !== timer) return
-      if (step < delay) return this.plan(pipeline, spec, delay - step)
-      this.check(pipeline, spec).catch(error => LOG.debug(`pipeline '${pipeline}': watchdog failed: ${(error as Error).message}`))
+      if (this.watched.get(key) !== timer) return
+      if (step < delay) return this.plan(pipeline, spec, delay - step, tenant)
+      this.check(pipeline, spec, tenant).catch(error => LOG.debug(`pipeline '${pipeline}': watchdog failed: ${(error as Error).message}`))
     }, step)
     timer.unref()
-    this.watched.set(pipeline, timer)
+    this.watched.set(key, timer)
   }
 
-  private async check(pipeline: string, spec: ScheduleSpec): Promise<void> {
-    const timer = this.watched.get(pipeline)
+  private async check(pipeline: string, spec: ScheduleSpec, tenant?: string): Promise<void> {
+    const key = watchKey(pipeline, tenant)
+    const timer = this.watched.get(key)
     let next: number = QUEUE.watchRetry
     try {
-      const row = await this.read(pipeline)
-      if (this.watched.get(pipeline) !== timer) return // unscheduled or reinstalled meanwhile
+      const row = await this.read(pipeline, tenant)
+      if (this.watched.get(key) !== timer) return // unscheduled or reinstalled meanwhile
       if (!row) {
-        this.unwatch(pipeline) // removed (by another instance): nothing to watch
+        this.unwatch(pipeline, tenant) // removed (by another instance): nothing to watch
         return
       }
       const now = Date.now()
@@ -390,26 +402,31 @@ export class QueuedSchedules {
       if (Number.isNaN(due) || due + QUEUE.watchGrace > now) next = (Number.isNaN(due) ? now : due) + QUEUE.watchGrace - now
       else if (row.status === 'processing') {
         if (now - due > queueTimeout()) {
-          LOG.warn(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline)} stuck in 'processing' since ${row.timestamp} (its instance died?): writing it anew`)
-          await this.unschedule(pipeline)
-          await this.install(pipeline, spec)
+          LOG.warn(`pipeline '${pipeline}': queued task ${queuedTaskName(pipeline, tenant)} stuck in 'processing' since ${row.timestamp} (its instance died?): writing it anew`)
+          await this.unschedule(pipeline, tenant)
+          await this.install(pipeline, spec, tenant)
           return
         }
       } else {
         LOG.debug(`pipeline '${pipeline}': queued task due ${row.timestamp} still waiting: flushing CAP's task queue`)
         const queued = (cds as unknown as { queued(srv: unknown): QueuedService }).queued(this.host)
-        await Promise.resolve(queued.flush?.())
+        // a tenant's queue is flushed in that tenant's context, as CAP's own periodic processing does
+        await (tenant ? withContext({ tenant }, () => Promise.resolve(queued.flush?.())) : Promise.resolve(queued.flush?.()))
       }
     } catch (error) {
       LOG.debug(`pipeline '${pipeline}': watchdog check failed: ${(error as Error).message}`)
     }
-    if (this.watched.get(pipeline) === timer) this.plan(pipeline, spec, Math.max(next, 50))
+    if (this.watched.get(key) === timer) this.plan(pipeline, spec, Math.max(next, 50), tenant)
   }
 
-  private unwatch(pipeline: string): void {
-    const timer = this.watched.get(pipeline)
+  private unwatch(pipeline: string, tenant?: string): void {
+    this.unwatchKey(watchKey(pipeline, tenant))
+  }
+
+  private unwatchKey(key: string): void {
+    const timer = this.watched.get(key)
     if (timer) clearTimeout(timer)
-    this.watched.delete(pipeline)
+    this.watched.delete(key)
   }
 
   /** Runs `fn` in its own root transaction (privileged), committed before returning. */
@@ -422,6 +439,17 @@ export class QueuedSchedules {
       throw asQueueError(error)
     }
   }
+}
+
+/** Runs `fn` in a fresh context (no transaction) with these properties. */
+function withContext<T>(properties: object, fn: () => Promise<T>): Promise<T> {
+  const facade = cds as unknown as { EventContext: new (data: object) => object; _with(context: object, fn: () => Promise<T>): Promise<T> }
+  return facade._with(new facade.EventContext(properties), fn)
+}
+
+/** The watchdog key of a task: the pipeline, or tenant and pipeline. */
+function watchKey(pipeline: string, tenant?: string): string {
+  return tenant ? `${tenant}\u0000${pipeline}` : pipeline
 }
 
 function run(query: unknown): Promise<unknown> {

@@ -2,7 +2,7 @@
  * The configuration as coded, overridden and effective, field by field, for `configView()`
  * and the console.
  */
-import { DEFAULTS } from '../constants.js'
+import { DEFAULTS, MULTITENANCY } from '../constants.js'
 import { serializable, type PipelineConfig, type ResolvedPipeline } from '../engine/config.js'
 import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
 import { scheduleLabel } from '../engine/schedule.js'
@@ -12,8 +12,10 @@ export interface ConfigField {
   coded: unknown
   override: unknown
   effective: unknown
-  /** Where the effective value comes from. */
-  source: 'override' | 'coded' | 'default'
+  /** Where the effective value comes from (`tenant`: the tenant's own setting, `multitenancy.tenants`). */
+  source: 'override' | 'coded' | 'default' | 'tenant'
+  /** The tenant's own value (`multitenancy.tenants.<tenant>.replicate.<pipeline>`), when the view is a tenant's. */
+  tenantOverride?: unknown
   overridable: boolean
 }
 
@@ -22,7 +24,9 @@ export interface ConfigView {
   overrides: Overrides
   effective: unknown
   fields: ConfigField[]
-  meta: { scheduleLiveChangeSupported: boolean; overridablePaths: string[] }
+  meta: { scheduleLiveChangeSupported: boolean; overridablePaths: string[]; tenant?: string; tenantOverridablePaths?: string[] }
+  /** The tenant's own settings of this pipeline, when the view is a tenant's. */
+  tenantOverrides?: Overrides
 }
 
 /** Dotted paths of a JSON value's leaves. */
@@ -71,6 +75,10 @@ export function deviations(pipeline: ResolvedPipeline): Array<{ path: string; va
 export interface ConfigViewOptions {
   /** Whether schedule changes take effect live (SPEC "Versioning"); the engine decides (default true). */
   scheduleLiveChangeSupported?: boolean
+  /** The tenant whose view this is (multitenancy); `effective` then is that tenant's. */
+  tenant?: string
+  /** The tenant's own `mode`/`schedule` (`multitenancy.tenants.<tenant>.replicate.<pipeline>`). */
+  tenantOverrides?: Overrides
 }
 
 export function configView(coded: PipelineConfig, overrides: Overrides, effective: ResolvedPipeline, options: ConfigViewOptions = {}): ConfigView {
@@ -78,17 +86,20 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
   const effectiveConfig = serializable(effective.config)
   const codedFlat = flatten(base)
   const effectiveFlat = { ...flatten(effectiveConfig), ...resolvedValues(effective) }
+  const tenantOwn = options.tenant ? options.tenantOverrides : undefined
   const paths = new Set<string>([...OVERRIDABLE_PATHS, ...Object.keys(codedFlat).filter(p => !p.startsWith('schedule.'))])
   const fields: ConfigField[] = [...paths].map(path => {
     const coded = path === 'schedule' ? (base as Record<string, unknown>).schedule ?? null : codedFlat[path]
     const hasOverride = Object.prototype.hasOwnProperty.call(overrides, path)
+    const ownTenant = tenantOwn !== undefined && Object.prototype.hasOwnProperty.call(tenantOwn, path)
     return {
       path,
       coded: coded ?? null,
       override: hasOverride ? overrides[path] : null,
       effective: effectiveFlat[path] ?? null,
-      source: hasOverride ? 'override' : coded !== undefined && coded !== null ? 'coded' : 'default',
+      source: ownTenant ? 'tenant' : hasOverride ? 'override' : coded !== undefined && coded !== null ? 'coded' : 'default',
       overridable: (OVERRIDABLE_PATHS as readonly string[]).includes(path),
+      ...(ownTenant ? { tenantOverride: tenantOwn[path] } : {}),
     }
   })
   return {
@@ -96,6 +107,10 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
     overrides,
     effective: { ...(effectiveConfig as object), schedule: scheduleLabel(effective.schedule) },
     fields,
-    meta: { scheduleLiveChangeSupported: options.scheduleLiveChangeSupported ?? true, overridablePaths: [...OVERRIDABLE_PATHS] },
+    meta: {
+      scheduleLiveChangeSupported: options.scheduleLiveChangeSupported ?? true, overridablePaths: [...OVERRIDABLE_PATHS],
+      ...(options.tenant ? { tenant: options.tenant, tenantOverridablePaths: [...MULTITENANCY.tenantOverridable] } : {}),
+    },
+    ...(options.tenant ? { tenantOverrides: tenantOwn ?? {} } : {}),
   }
 }

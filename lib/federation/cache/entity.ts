@@ -132,6 +132,8 @@ export class EntityCache {
         const db = await c.connect.to(`data-federation-cache-${tenant}`, {
           kind: 'sqlite',
           credentials: { url },
+          // one store per tenant already: CAP's multitenancy must not add a tenant suffix to the file
+          multiTenant: false,
           model: c.linked(c.compile.for.nodejs({ definitions })),
           silent: true,
         })

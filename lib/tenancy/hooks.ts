@@ -1,0 +1,177 @@
+/**
+ * Subscribe, upgrade and unsubscribe of tenants through CAP's `cds.xt.DeploymentService`
+ * (`@sap/cds-mtxs` in the app's process): the engine's per-tenant state follows the tenant's
+ * lifecycle.
+ *
+ * - subscribe: tracker rows in the tenant's database, its schedules (fan-out: queued tasks in
+ *   its database), and with `syncOnSubscribe` one run of every replicate pipeline for it. A
+ *   repeated subscribe is harmless: rows are upserted, tasks kept, a sync that is still
+ *   running is not started twice.
+ * - upgrade: the tenant's database may have been recreated (SQLite and HANA redeploy by
+ *   drop-create without schema evolution): tracker rows and tasks are written again, and a
+ *   watermark whose target table is empty is reset, so the next run reads everything.
+ * - unsubscribe: its queued tasks and timers end; with `flushOnUnsubscribe` its entity cache
+ *   (file and connection) is dropped, so a later subscribe of the same tenant starts clean.
+ */
+import cds from '@sap/cds'
+import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
+import { tenancySettings, technicalTenant } from './settings.js'
+import { inTenant } from './context.js'
+import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
+import { entityCache } from '../federation/cache/entity.js'
+import { findEntity } from '../model/csn.js'
+import { ql } from '../model/ql.js'
+import type DataPipelineService from '../../srv/data-pipeline.js'
+
+const LOG = cds.log(LOGGER.tenancy)
+
+interface Request { data: { tenant?: string } }
+interface DeploymentService {
+  before(event: string, handler: (req: Request) => unknown): unknown
+  after(event: string, handler: (result: unknown, req: Request) => unknown): unknown
+}
+
+function engine(): Promise<DataPipelineService> {
+  return cds.connect.to(SERVICE_NAME) as unknown as Promise<DataPipelineService>
+}
+
+/** The tenant of a lifecycle request, unless it is the technical tenant or the engine is single-tenant. */
+function tenantOf(req: Request): string | undefined {
+  const tenant = req.data?.tenant
+  if (!tenant || tenant === technicalTenant() || !tenancySettings().active) return undefined
+  return tenant
+}
+
+/** After a subscribe: tracker rows and schedules in the tenant's database; the initial sync in the background. */
+export async function onSubscribe(tenant: string): Promise<void> {
+  const started = Date.now()
+  const { registry } = await engine()
+  registry.forgetTenant(tenant) // a repeated subscribe may have recreated its database
+  await registry.ensureTenant(tenant)
+  await registry.installTenantSchedules(tenant)
+  LOG.info(`tenant '${tenant}' subscribed: ${registry.names().length} pipeline(s) ready in ${Date.now() - started} ms`)
+  if (tenancySettings().syncOnSubscribe) setImmediate(() => { void syncTenant(tenant) })
+}
+
+/** Runs every replicate pipeline once for the tenant (`syncOnSubscribe`); a running one is left alone. */
+export async function syncTenant(tenant: string): Promise<void> {
+  const srv = await engine()
+  const model = (cds as unknown as { model?: FederationCsn }).model
+  const names = model ? replicatedEntities(model).filter(name => srv.registry.has(name)) : []
+  await Promise.all(names.map(name => srv.registry.fanOut.run(name, [tenant], each => inTenant(each, async () => {
+    try {
+      const { done } = await srv.execute(name, { tenant: each, trigger: MULTITENANCY.subscribeTrigger, async: true })
+      const outcome = await done
+      LOG.info(`tenant '${each}': initial sync of '${name}' ${outcome?.status ?? 'done'}`)
+    } catch (error) {
+      if ((error as { code?: string }).code === 'PIPELINE_RUNNING') LOG.info(`tenant '${each}': initial sync of '${name}' skipped, a run is active`)
+      else LOG.error(`tenant '${each}': initial sync of '${name}' failed: ${(error as Error).message}`)
+    }
+  }))))
+}
+
+/**
+ * After an upgrade: rows and tasks written again (a recreated database lost them), and a
+ * watermark (lastSync, lastKey, checkpoint) whose database target is empty is reset: the
+ * next run is a full read instead of a delta past rows the tenant no longer has.
+ */
+export async function onUpgrade(tenant: string): Promise<string[]> {
+  const { registry } = await engine()
+  registry.forgetTenant(tenant)
+  await registry.ensureTenant(tenant)
+  const reset: string[] = []
+  for (const name of registry.names()) {
+    try {
+      const { config } = registry.effectiveFor(name, tenant)
+      const target = config.target
+      if (target.adapter || (target.service && target.service !== 'db') || !target.entity) continue
+      const row = await inTenant(tenant, () => registry.tracker.read(name))
+      if (!row || row.status === 'running' || !(row.lastSync || row.lastKey || row.checkpoint)) continue
+      const entity = findEntity(target.entity)?.name ?? target.entity
+      const found = await inTenant(tenant, async () => {
+        const db = await cds.connect.to('db') as unknown as { run(q: unknown): Promise<unknown> }
+        return db.run(ql.SELECT.one.from(entity).columns('1 as one'))
+      })
+      if (found) continue
+      await inTenant(tenant, () => registry.tracker.update(name, { lastSync: null, lastKey: null, checkpoint: null }))
+      reset.push(name)
+      LOG.warn(`tenant '${tenant}': pipeline '${name}' had a watermark, but its target ${entity} is empty after the upgrade: tracker reset, the next run reads everything`)
+    } catch (error) {
+      LOG.error(`tenant '${tenant}': pipeline '${name}' could not be checked after the upgrade: ${(error as Error).message}`)
+    }
+  }
+  await registry.installTenantSchedules(tenant)
+  return reset
+}
+
+/** Before an unsubscribe (the tenant's database still exists): its queued tasks and timers end. */
+export async function beforeUnsubscribe(tenant: string): Promise<void> {
+  const { registry } = await engine()
+  await registry.removeTenantSchedules(tenant)
+}
+
+/** After an unsubscribe: nothing of the tenant stays in this process; with `flushOnUnsubscribe` its entity cache goes. */
+export async function onUnsubscribe(tenant: string): Promise<void> {
+  const { registry } = await engine()
+  registry.forgetTenant(tenant)
+  if (tenancySettings().flushOnUnsubscribe) {
+    await entityCache.flushTenant(tenant)
+    LOG.info(`tenant '${tenant}' unsubscribed: its entity cache was flushed`)
+  }
+}
+
+/** Work done for each tenant after its lifecycle request, in order (tests and logs wait on it). */
+const pending = new Map<string, Promise<void>>()
+
+/** Resolves once the engine has handled the tenant's last subscribe, upgrade or unsubscribe. */
+export function tenantSettled(tenant: string): Promise<void> {
+  return pending.get(tenant) ?? Promise.resolve()
+}
+
+/**
+ * Runs `fn` once the current request's transaction has ended. The deployment of a tenant's
+ * database runs in the subscribe/upgrade request's transaction, which holds the tenant's
+ * connection (SQLite: the only one) until the request ends: the engine's own transactions on
+ * that database can only start afterwards.
+ */
+function afterRequest(fn: () => void): void {
+  let started = false
+  const start = () => {
+    if (started) return
+    started = true
+    clearTimeout(fallback)
+    setImmediate(fn)
+  }
+  const fallback = setTimeout(start, MULTITENANCY.lifecycleFallback)
+  fallback.unref()
+  const context = cds.context as unknown as { tx?: unknown; on?(event: string, listener: () => void): void } | undefined
+  if (context?.tx && typeof context.on === 'function') context.on('done', start)
+  else start()
+}
+
+/** Registers the lifecycle handlers on CAP's DeploymentService (served in this process). */
+export function attachDeploymentHooks(ds: DeploymentService): void {
+  const handle = async (what: string, tenant: string, fn: (tenant: string) => Promise<unknown>) => {
+    try {
+      await fn(tenant)
+    } catch (error) {
+      // the tenant's lifecycle goes on; the engine catches up on first use in that tenant
+      LOG.error(`tenant '${tenant}': ${what} handling failed: ${(error as Error).message}`)
+    }
+  }
+  const later = (what: string, fn: (tenant: string) => Promise<unknown>) => (_result: unknown, req: Request) => {
+    const tenant = tenantOf(req)
+    if (!tenant) return
+    const previous = pending.get(tenant) ?? Promise.resolve()
+    const next = new Promise<void>(resolve => afterRequest(() => { void previous.then(() => handle(what, tenant, fn)).then(resolve) }))
+    pending.set(tenant, next)
+  }
+  ds.after('subscribe', later('subscribe', onSubscribe))
+  ds.after('upgrade', later('upgrade', onUpgrade))
+  // while its database still exists; the request has not touched it yet
+  ds.before('unsubscribe', async req => {
+    const tenant = tenantOf(req)
+    if (tenant) await handle('unsubscribe', tenant, beforeUnsubscribe)
+  })
+  ds.after('unsubscribe', later('unsubscribe', onUnsubscribe))
+}

@@ -1,0 +1,34 @@
+/**
+ * The subscribed tenants, from CAP's tenant registry (`cds.xt.Tenants` in the technical tenant
+ * t0), read through `cds.xt.DeploymentService` — never a list of the plugin's own.
+ */
+import cds from '@sap/cds'
+import { technicalTenant } from './settings.js'
+
+interface DeploymentService {
+  send(event: string, data: object): Promise<unknown>
+  tx<T>(context: object, fn: (tx: DeploymentService) => Promise<T>): Promise<T>
+}
+
+/** IDs of all subscribed tenants (the technical tenant excluded), as CAP's registry holds them. */
+export async function subscribedTenants(): Promise<string[]> {
+  const facade = cds as unknown as { services: Record<string, unknown>; User: { privileged: unknown }; connect: { to(name: string): Promise<unknown> } }
+  const t0 = technicalTenant()
+  let ids: unknown
+  try {
+    const ds = facade.services['cds.xt.DeploymentService'] as DeploymentService | undefined
+    if (ds) ids = await ds.tx({ user: facade.User.privileged }, tx => tx.send('getTenants', {}))
+    else {
+      // MTX served elsewhere (a sidecar): CAP's registry in the technical tenant's database
+      const db = await facade.connect.to('db') as { tx<T>(context: object, fn: (tx: { run(q: unknown): Promise<unknown> }) => Promise<T>): Promise<T> }
+      ids = await db.tx({ tenant: t0, user: facade.User.privileged }, tx => tx.run('SELECT ID FROM cds_xt_Tenants'))
+    }
+  } catch (error) {
+    // the technical tenant is not deployed yet (first start): nobody has subscribed
+    if (/no such table|does not exist|invalid table name/i.test((error as Error).message) && /cds_xt_Tenants/i.test((error as Error).message)) return []
+    throw error
+  }
+  return (Array.isArray(ids) ? ids : []).map(id => (typeof id === 'object' && id !== null ? String((id as { ID?: unknown }).ID) : String(id)))
+    .filter(id => id && id !== t0)
+    .sort()
+}
