@@ -582,7 +582,7 @@ export class PipelineRegistry {
 
   /** Forgets what this process knows of a tenant's database (unsubscribed, or recreated by an upgrade). */
   forgetTenant(tenant: string): void {
-    for (const key of [...this.registeredIn]) if (key.startsWith(`${tenant}\u0000`)) this.registeredIn.delete(key)
+    for (const key of this.registeredIn) if (key.startsWith(`${tenant}\u0000`)) this.registeredIn.delete(key)
     for (const entry of this.pipelines.values()) {
       entry.tenantTimers?.get(tenant)?.stop()
       entry.tenantTimers?.delete(tenant)

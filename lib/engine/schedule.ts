@@ -331,7 +331,7 @@ export class QueuedSchedules {
 
   /** Stops this process's watchdogs of a tenant's tasks (the tenant unsubscribed); its tasks go with its database. */
   forgetTenant(tenant: string): void {
-    for (const key of [...this.watched.keys()]) if (key.startsWith(`${tenant}\u0000`)) this.unwatchKey(key)
+    for (const key of this.watched.keys()) if (key.startsWith(`${tenant}\u0000`)) this.unwatchKey(key)
   }
 
   /**
@@ -356,7 +356,7 @@ export class QueuedSchedules {
 
   /** Stops the watchdogs (shutdown); the tasks stay in the database. */
   stop(): void {
-    for (const key of [...this.watched.keys()]) this.unwatchKey(key)
+    for (const key of this.watched.keys()) this.unwatchKey(key)
   }
 
   /**
