@@ -93,7 +93,6 @@ afterAll(async () => {
   await app?.stop()
   await provider?.stop()
   console.log('multitenancy figures', JSON.stringify(figures))
-  if (process.env.MTX_DEBUG) require('node:fs').writeFileSync('/tmp/mtx1/test-app.log', app.output())
   rmSync(dir, { recursive: true, force: true })
 })
 
