@@ -18,6 +18,12 @@ import { sleep, waitFor } from '../helpers/wait'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'queued')
+/**
+ * Queued schedules change live on the real `@sap/cds` >= 10 only. The cds 9 job (.ci/cds9) runs this
+ * file on cds 9: there the live-change test does not apply (cds-version.test.ts and the injected-version
+ * test below prove what cds 9 does instead), and q-switch keeps its coded task.
+ */
+const LIVE = Number((require(require.resolve('@sap/cds/package.json', { paths: [APP] })) as { version: string }).version.split('.')[0]) >= 10
 
 interface Task { ID: string; task: string | null; target: string; timestamp: string; attempts: number; status: string | null; lastError: string | null; msg: string }
 interface Run { ID: string; status: string; trigger: string; mode: string; startTime: string; endTime: string | null; error: string | null }
@@ -123,7 +129,10 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     expect(every(cron)).toBe('* * * * *')
     cronDue = cron.timestamp
     expect(new Date(cron.timestamp).getUTCSeconds()).toBe(0)
-    expect(new Date(cron.timestamp).getUTCMilliseconds()).toBe(0)
+    // cds 10 writes the first fire time from the cron text; cds 9 from `after` (the engine's delay to
+    // the boundary) plus its own clock when it writes the task: a few ms past the boundary
+    if (LIVE) expect(new Date(cron.timestamp).getUTCMilliseconds()).toBe(0)
+    else expect(new Date(cron.timestamp).getUTCMilliseconds()).toBeLessThan(50)
     expect(Date.parse(cron.timestamp) - Date.now()).toBeLessThanOrEqual(60_000)
   })
 
@@ -214,7 +223,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     expect(runs.find(r => r.ID === result.runId)).toMatchObject({ trigger: 'manual', status: 'idle' })
   })
 
-  test('live changes on cds 10: setSchedule/clearSchedule on a queued schedule change its task at once; spawn ↔ queued switch engines', async () => {
+  test.runIf(LIVE)('live changes on cds 10: setSchedule/clearSchedule on a queued schedule change its task at once; spawn ↔ queued switch engines', async () => {
     expect(await api.liveChangeSupported('q-switch')).toBe(true)
     expect((await api.configView('q-switch')).meta.scheduleLiveChangeSupported).toBe(true)
 
@@ -250,6 +259,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
   })
 
   test('setSchedule validation: cron needs engine queued, invalid cron names the field', async () => {
+    const before = await api.tasks('q-switch')
     const noEngine = await api.setSchedule('q-switch', { cron: '*/5 * * * *' })
     expect(noEngine.status).toBe(400)
     expect(((await noEngine.json()) as { error: { message: string; target: string } }).error).toMatchObject({ target: 'cron', message: expect.stringMatching(/requires engine 'queued'/) })
@@ -258,7 +268,9 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     const invalid = await api.setSchedule('q-switch', { cron: '*/5 * * *', engine: 'queued' })
     expect(invalid.status).toBe(400)
     expect(((await invalid.json()) as { error: { message: string; target: string } }).error).toMatchObject({ target: 'cron', message: expect.stringMatching(/cron: .*4 fields; expected 5/) })
-    expect(await api.tasks('q-switch')).toEqual([])
+    // nothing changed: no task (cleared by the live-change test) on cds 10, the coded one on cds 9
+    expect(await api.tasks('q-switch')).toEqual(before)
+    expect(before).toHaveLength(LIVE ? 0 : 1)
   })
 
   test('restarts never pile up tasks and keep the next tick; a schedule removed from code unschedules its task', async () => {
@@ -275,6 +287,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
       for (const row of rows) if (row.task) counts[row.task] = (counts[row.task] ?? 0) + 1
       expect(counts, `restart ${restart}`).toEqual({
         [task('q-every')]: 1, [task('q-fail')]: 1, [task('q-cron')]: 1, [task('q-slow')]: 1, [task('q-off')]: 1,
+        ...(LIVE ? {} : { [task('q-switch')]: 1 }), // cds 9: no live-change test cleared it
       })
       expect(rows.filter(r => !r.task)).toEqual([]) // no stray one-off tasks
       // a kept task is not rewritten: the cron task still fires at the same time (unless it fired meanwhile)
