@@ -56,21 +56,6 @@ const BUILT_IN = new WeakSet<Handler>()
 const ORIGINAL = new WeakMap<Handler, Handler>()
 type HandlerLists = Record<string, HandlerEntry[] | undefined>
 
-/**
- * `@sap/cds` 9 processes queue tasks with `legacyLocking` by default: a task's handler runs inside
- * the transaction that fetched the task, and with SQLite's single connection the guard and the run,
- * which take transactions of their own, would wait for it forever (queued ticks and one-off runs hang
- * the app). For the engine's own tasks use what cds 10 does by default — a short fetch transaction,
- * the handler in its own — unless the app configured this service's queue itself
- * (`cds.requires['data-pipeline'].queued`). cds 10 is left as it is.
- */
-function useOwnQueueLocking(service: { options?: Record<string, unknown> }): void {
-  const options = service.options
-  if (!options || majorVersion(cds.version) >= 10) return
-  if (options.queued !== undefined || options.outboxed !== undefined || options.outbox !== undefined) return
-  options.queued = { legacyLocking: false }
-}
-
 type ScheduleBuilder = { as?: (task: string) => ScheduleBuilder; asTask?: (task: string) => ScheduleBuilder }
 
 /**
@@ -97,7 +82,6 @@ export default class DataPipelineService extends cds.Service {
   }
 
   override async init(): Promise<void> {
-    useOwnQueueLocking(this as unknown as { options?: Record<string, unknown> })
     nameTasksAsOnCds9(this as unknown as { schedule?: (...args: unknown[]) => ScheduleBuilder })
     const builtIn = (event: string, handler: Handler) => {
       BUILT_IN.add(handler)
@@ -119,8 +103,8 @@ export default class DataPipelineService extends cds.Service {
       req.data.statistics = await (prepared.target as BaseTargetAdapter).writeBatch(req.data.targetRecords as DataRecord[], context)
     })
     // queued schedules: ticks and one-off runs delivered by CAP's persistent task queue
-    builtIn(QUEUE.tickEvent, async req => { await this.registry.queuedTick(req.data as unknown as TickMessage) })
-    builtIn(QUEUE.runEvent, async req => { await this.registry.queuedRun(req.data as unknown as QueuedRunMessage) })
+    builtIn(QUEUE.tickEvent, async req => { await this.queueTask(() => this.registry.queuedTick(req.data as unknown as TickMessage)) })
+    builtIn(QUEUE.runEvent, async req => { await this.queueTask(() => this.registry.queuedRun(req.data as unknown as QueuedRunMessage)) })
     whenServing(() => { void this.registry.activateSchedules() })
     cds.once('shutdown', () => this.registry.stopSchedules())
     return super.init()
@@ -150,6 +134,28 @@ export default class DataPipelineService extends cds.Service {
     const original = [...args].reverse().find(arg => typeof arg === 'function') as Handler | undefined
     if (original) for (const list of lists()) for (const entry of list.slice(lengths.get(list) ?? 0)) if (entry.handler !== original) ORIGINAL.set(entry.handler, original)
     return this
+  }
+
+  /**
+   * The work of a queue task. With `legacyLocking` (`@sap/cds` 9's default) CAP's queue runs a
+   * task's handler inside the transaction that fetched the task; on a single-connection database
+   * (SQLite, pool max 1) that transaction holds the only connection, and the guard and the run, which
+   * take transactions of their own, would wait for it forever (the app hangs at the first tick). There
+   * the work starts once the handler has returned and the queue's transaction has ended; a one-off run
+   * that then finds the pipeline running is logged instead of retried by the queue. Everywhere else
+   * (cds 10's default, PostgreSQL) the handler awaits the work.
+   */
+  private async queueTask(work: () => Promise<void>): Promise<void> {
+    const facade = cds as unknown as { queued?(srv: unknown): { queued?: { legacyLocking?: boolean } }; db?: { options?: { pool?: { max?: number } } }; env: { requires: { queue?: { legacyLocking?: boolean } } } }
+    const legacyLocking = facade.queued?.(this)?.queued?.legacyLocking ?? facade.env.requires.queue?.legacyLocking
+    if (!legacyLocking || facade.db?.options?.pool?.max !== 1) return work()
+    const caller = cds.context as { user?: unknown; tenant?: string } | undefined
+    const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
+    const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) })
+    setImmediate(() => {
+      ;(cds as unknown as { _with(context: object, fn: () => Promise<void>): Promise<void> })._with(context, work)
+        .catch(error => LOG.error(`queued task of service '${this.name}' failed: ${(error as Error).message}`))
+    })
   }
 
   private async emitPipelineEvent(event: string, pipeline: string, data: Record<string, unknown>): Promise<Record<string, unknown>> {
