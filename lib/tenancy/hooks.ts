@@ -11,7 +11,8 @@
  *   drop-create without schema evolution): tracker rows and tasks are written again, and a
  *   watermark whose target table is empty is reset, so the next run reads everything.
  * - unsubscribe: its queued tasks and timers end; with `flushOnUnsubscribe` its entity cache
- *   (file and connection) is dropped, so a later subscribe of the same tenant starts clean.
+ *   (file and connection) and its delegate response cache entries are dropped, so a later
+ *   subscribe of the same tenant starts clean.
  */
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
@@ -19,6 +20,7 @@ import { tenancySettings, technicalTenant } from './settings.js'
 import { inTenant } from './context.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
+import { responseCache } from '../federation/cache/response.js'
 import { findEntity } from '../model/csn.js'
 import { ql } from '../model/ql.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'
@@ -116,7 +118,8 @@ export async function onUnsubscribe(tenant: string): Promise<void> {
   registry.forgetTenant(tenant)
   if (tenancySettings().flushOnUnsubscribe) {
     await entityCache.flushTenant(tenant)
-    LOG.info(`tenant '${tenant}' unsubscribed: its entity cache was flushed`)
+    responseCache.flushTenant(tenant)
+    LOG.info(`tenant '${tenant}' unsubscribed: its entity cache and delegate response cache entries were flushed`)
   }
 }
 

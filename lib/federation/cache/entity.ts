@@ -11,6 +11,14 @@
  * file (`entityCache.urlTemplate`, default `data-federation-cache-{tenant}.sqlite`, in
  * `entityCache.baseDir`, default the project root). Requests without a tenant use
  * `entityCache.defaultTenant` (`default`). Loads are single flight per tenant and entity.
+ *
+ * A tenant id becomes part of a file name only after it was checked (`storeFile`): letters,
+ * digits, `.`, `_` and `-`, not starting with `.`, at most `MAX_TENANT_ID_LENGTH` characters —
+ * anything else (`../x`, `/`, `\`, NUL, `.`, `..`, empty, overlong) is rejected, never rewritten
+ * (a rewrite could make two tenants share one file). The resolved path must also stay inside
+ * `baseDir`. A request whose tenant is rejected fails with 400 naming the tenant; a
+ * configuration that cannot give each tenant its own file inside `baseDir` (an invalid
+ * `defaultTenant`, a `urlTemplate` without `{tenant}` or leading out of `baseDir`) with 500.
  */
 import cds from '@sap/cds'
 import path from 'node:path'
@@ -18,6 +26,7 @@ import fs from 'node:fs'
 import { LOGGER } from '../../constants.js'
 import { isAssociationElement, entityNamed, type CacheOptions, type DelegateInfo, type LinkedElement } from '../delegate/model.js'
 import type { RemoteResult, Row } from '../delegate/remote.js'
+import { FederationRequestError } from '../delegate/expand.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -39,8 +48,8 @@ export function entityCacheSettings(): EntityCacheSettings {
   const requires = (cds as unknown as { env: { requires: Record<string, Record<string, unknown> | undefined> } }).env.requires
   const files = requires['data-federation-cache']
   const merged: Record<string, unknown> = {
-    ...((requires['data-pipeline']?.entityCache as object) ?? {}),
-    ...((files?.entityCache as object) ?? {}),
+    ...(requires['data-pipeline']?.entityCache as object | undefined),
+    ...(files?.entityCache as object | undefined),
   }
   for (const key of ['urlTemplate', 'defaultTenant', 'baseDir']) if (files?.[key] !== undefined) merged[key] = files[key]
   return {
@@ -51,10 +60,46 @@ export function entityCacheSettings(): EntityCacheSettings {
   }
 }
 
-/** The file of a tenant's store (tenant names are reduced to file-safe characters). */
-export function storeFile(tenant: string, settings = entityCacheSettings()): string {
-  const safe = tenant.replace(/[^\w.-]/g, '_')
-  return path.resolve(settings.baseDir, settings.urlTemplate.replace('{tenant}', safe))
+/** The longest tenant id that may become part of an entity cache file name. */
+export const MAX_TENANT_ID_LENGTH = 128
+
+const TENANT_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/
+
+/** A tenant id for messages: quoted, control characters escaped, long ids shortened. */
+function shown(tenant: string): string {
+  const text = JSON.stringify(tenant.length > 40 ? `${tenant.slice(0, 40)}…` : tenant)
+  return tenant.length > 40 ? `${text} (${tenant.length} characters)` : text
+}
+
+/** Why a tenant id cannot name a store file, or undefined when it can. */
+export function invalidTenantId(tenant: unknown): string | undefined {
+  if (typeof tenant !== 'string' || tenant === '') return 'it is empty'
+  if (tenant.length > MAX_TENANT_ID_LENGTH) return `it is longer than ${MAX_TENANT_ID_LENGTH} characters`
+  if (tenant === '.' || tenant === '..') return 'it is a relative directory name'
+  if (!TENANT_ID.test(tenant)) return "only letters, digits, '.', '_' and '-' are allowed, and it must not start with '.'"
+  return undefined
+}
+
+/**
+ * The file of a tenant's store, inside `baseDir`. Throws a 400 error for a tenant id that cannot
+ * be a file name (`origin: 'request'`, the default) and a 500 error for a configuration that
+ * cannot give the tenant a file of its own inside `baseDir` (`origin: 'config'`: the tenant is
+ * `defaultTenant`).
+ */
+export function storeFile(tenant: string, settings = entityCacheSettings(), origin: 'request' | 'config' = 'request'): string {
+  const reason = invalidTenantId(tenant)
+  if (reason) {
+    if (origin === 'config') throw new FederationRequestError(500, `entityCache.defaultTenant ${shown(String(tenant))} cannot name an entity cache file: ${reason}`)
+    throw new FederationRequestError(400, `Tenant ${shown(tenant)} cannot have an entity cache file: ${reason}`)
+  }
+  if (!settings.urlTemplate.includes('{tenant}'))
+    throw new FederationRequestError(500, `entityCache.urlTemplate '${settings.urlTemplate}' has no '{tenant}': all tenants would share one cache file`)
+  const base = path.resolve(settings.baseDir)
+  const file = path.resolve(base, settings.urlTemplate.replaceAll('{tenant}', tenant))
+  const relative = path.relative(base, file)
+  if (!relative || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative))
+    throw new FederationRequestError(500, `entityCache.urlTemplate '${settings.urlTemplate}' leads out of entityCache.baseDir '${base}' for tenant ${shown(tenant)}; name the directory in baseDir`)
+  return file
 }
 
 function scalarElements(entityName: string): Record<string, LinkedElement> {
@@ -115,17 +160,21 @@ export class EntityCache {
 
   /** The tenant whose store serves the current request. */
   tenantOf(options: CacheOptions): string {
-    const settings = entityCacheSettings()
-    const tenant = (cds as unknown as { context?: { tenant?: string } }).context?.tenant
-    return options.tenantScoped && tenant ? tenant : settings.defaultTenant
+    return this.tenantOfRequest(options).tenant
   }
 
-  private store(tenant: string): Promise<Store> {
+  private tenantOfRequest(options: CacheOptions): { tenant: string; origin: 'request' | 'config' } {
+    const tenant = (cds as unknown as { context?: { tenant?: string } }).context?.tenant
+    return options.tenantScoped && tenant ? { tenant, origin: 'request' } : { tenant: entityCacheSettings().defaultTenant, origin: 'config' }
+  }
+
+  private store(tenant: string, origin: 'request' | 'config'): Promise<Store> {
     let store = this.stores.get(tenant)
     if (!store) {
+      const settings = entityCacheSettings()
+      // checked before anything is opened or created: an invalid tenant never touches the disk
+      const url = settings.files ? storeFile(tenant, settings, origin) : ':memory:'
       store = (async () => {
-        const settings = entityCacheSettings()
-        const url = settings.files ? storeFile(tenant, settings) : ':memory:'
         if (settings.files) fs.mkdirSync(path.dirname(url), { recursive: true })
         const c = cds as unknown as { connect: { to(name: string, options: object): Promise<Database> }; linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object } } }
         const definitions: Record<string, object> = {}
@@ -137,7 +186,7 @@ export class EntityCache {
           model: c.linked(c.compile.for.nodejs({ definitions })),
           silent: true,
         })
-        LOG._debug && LOG.debug(`entity cache store for tenant '${tenant}' at ${url}`)
+        if (LOG._debug) LOG.debug(`entity cache store for tenant '${tenant}' at ${url}`)
         return { db, definitions }
       })()
       store.catch(() => this.stores.delete(tenant))
@@ -177,7 +226,7 @@ export class EntityCache {
           if (entries.length) await tx.run(INSERT.into(info.entity).entries(entries))
         })
         this.expires.set(id, Date.now() + options.ttl)
-        LOG._debug && LOG.debug(`entity cache of '${info.entity}' (tenant '${tenant}') loaded: ${entries.length} rows`)
+        if (LOG._debug) LOG.debug(`entity cache of '${info.entity}' (tenant '${tenant}') loaded: ${entries.length} rows`)
       })().finally(() => this.loading.delete(id))
       this.loading.set(id, pending)
     }
@@ -186,8 +235,8 @@ export class EntityCache {
 
   /** Runs a direct read (`select` without expands) on the tenant's copy, loading it first when stale. */
   async read(info: DelegateInfo, options: CacheOptions, select: Record<string, unknown>, loadAll: (columns: string[]) => Promise<Row[]>): Promise<RemoteResult> {
-    const tenant = this.tenantOf(options)
-    const store = await this.store(tenant)
+    const { tenant, origin } = this.tenantOfRequest(options)
+    const store = await this.store(tenant, origin)
     const fresh = (this.expires.get(`${tenant}|${info.entity}`) ?? 0) > Date.now()
     await this.refresh(store, tenant, info, options, loadAll)
     if (fresh) this.stats.hits++
@@ -216,17 +265,26 @@ export class EntityCache {
   async flushTenant(tenant: string): Promise<void> {
     const store = this.stores.get(tenant)
     this.stores.delete(tenant)
-    for (const id of [...this.expires.keys()]) if (id.startsWith(`${tenant}|`)) this.expires.delete(id)
-    if (store) await (await store).db.disconnect?.().catch(() => undefined)
+    for (const id of this.expires.keys()) if (id.slice(0, id.lastIndexOf('|')) === tenant) this.expires.delete(id)
+    if (store) await store.then(each => each.db.disconnect?.(), () => undefined).catch(() => undefined)
     const settings = entityCacheSettings()
-    if (settings.files) fs.rmSync(storeFile(tenant, settings), { force: true })
+    if (!settings.files) return
+    let file: string
+    try {
+      file = storeFile(tenant, settings)
+    } catch (error) {
+      // no file was ever created for it: nothing to remove, and nothing outside baseDir is touched
+      LOG.warn(`entity cache of tenant ${shown(tenant)} not flushed: ${(error as Error).message}`)
+      return
+    }
+    for (const each of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(each, { force: true })
   }
 
   async clear(): Promise<void> {
-    for (const tenant of [...this.stores.keys()]) {
+    for (const tenant of this.stores.keys()) {
       const store = this.stores.get(tenant)
       this.stores.delete(tenant)
-      if (store) await (await store).db.disconnect?.().catch(() => undefined)
+      if (store) await store.then(each => each.db.disconnect?.(), () => undefined).catch(() => undefined)
     }
     this.expires.clear()
     this.stats.loads = this.stats.hits = 0

@@ -111,7 +111,8 @@ export class ResponseCache {
 
   /** Drops everything of one tenant (e.g. on unsubscribe). */
   flushTenant(tenant: string): void {
-    for (const [key, entry] of this.entries) if (entry.tag.startsWith(`${tenant}|`)) this.entries.delete(key)
+    // the tenant is everything before the last '|' (entity names have none; a tenant id may)
+    for (const [key, entry] of this.entries) if (entry.tag.slice(0, entry.tag.lastIndexOf('|')) === tenant) this.entries.delete(key)
   }
 
   clear(): void {
