@@ -9,7 +9,7 @@
 import cds from '@sap/cds'
 import { EVENTS, LOGGER, QUEUE, SERVICE_NAME } from '../lib/constants.js'
 import {
-  PipelineRegistry, type EnqueuedRun, type ExecuteOptions, type ExecuteResult, type InProcessExecuteOptions, type QueuedExecuteOptions, type StartedRun,
+  PipelineRegistry, type EnqueuedFanOut, type EnqueuedRun, type ExecuteOptions, type ExecuteResult, type FanOutRun, type InProcessExecuteOptions, type QueuedExecuteOptions, type StartedRun,
 } from '../lib/engine/registry.js'
 import { majorVersion, type QueueHost, type QueuedRunMessage, type ScheduleInput, type TickMessage } from '../lib/engine/schedule.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
@@ -173,10 +173,16 @@ export default class DataPipelineService extends cds.Service {
   /**
    * Starts a run: `{ runId, name, done }`; `done` is settled already unless `async: true`. With
    * `{ async: true, engine: 'queued' }` one run is enqueued on CAP's task queue and only
-   * `{ name }` is returned (the run's outcome lands in PipelineRuns).
+   * `{ name }` is returned (the run's outcome lands in PipelineRuns). Without a tenant while
+   * fan-out is active (`multitenancy.fanOutScheduledRuns`, no tenant in the context) the
+   * pipeline runs once per subscribed tenant: `{ name, tenants, done }` without `runId`
+   * (`FanOutRun`; queued: `{ name, tenants }`). See `ExecuteResult`: test `result.tenants`.
    */
-  execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun>
-  execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun>
+  execute(name: string, options: QueuedExecuteOptions & { tenant: string }): Promise<EnqueuedRun>
+  execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun | EnqueuedFanOut>
+  execute(name: string, options: InProcessExecuteOptions & { tenant: string }): Promise<StartedRun>
+  execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun | FanOutRun>
+  execute(name: string, options: ExecuteOptions & { tenant: string }): Promise<StartedRun | EnqueuedRun>
   execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult> {
     return this.registry.execute(name, options)
@@ -186,7 +192,10 @@ export default class DataPipelineService extends cds.Service {
    * `execute(name, { ...options, tenant })`: one run in the tenant's context (its database, its
    * tracker rows, its settings under `multitenancy.tenants`); needs CAP's multitenancy.
    */
-  executeForTenant(tenant: string, name: string, options: Omit<ExecuteOptions, 'tenant'> = {}): Promise<ExecuteResult> {
+  executeForTenant(tenant: string, name: string, options: Omit<QueuedExecuteOptions, 'tenant'>): Promise<EnqueuedRun>
+  executeForTenant(tenant: string, name: string, options?: Omit<InProcessExecuteOptions, 'tenant'>): Promise<StartedRun>
+  executeForTenant(tenant: string, name: string, options?: Omit<ExecuteOptions, 'tenant'>): Promise<StartedRun | EnqueuedRun>
+  executeForTenant(tenant: string, name: string, options: Omit<ExecuteOptions, 'tenant'> = {}): Promise<StartedRun | EnqueuedRun> {
     return this.registry.execute(name, { ...options, tenant })
   }
 

@@ -39,27 +39,56 @@ export interface ExecuteOptions {
   engine?: ScheduleEngine
 }
 
-export interface ExecuteResult {
-  /** The run's ID; absent for a run enqueued with `engine: 'queued'` (known once an instance starts it) and for a fan-out over tenants. */
-  runId?: string
+/**
+ * What `execute` returns. Four shapes, told apart by `tenants` (an array only for a fan-out over
+ * tenants) and `done` (absent when the work was enqueued on CAP's task queue):
+ *
+ * | shape | when | `runId` | `tenants` | `done` |
+ * |---|---|---|---|---|
+ * | `StartedRun` | one run in this process (a tenant given, or no fan-out) | the run's ID | — | `Promise<RunOutcome>` |
+ * | `EnqueuedRun` | `{ async: true, engine: 'queued' }`, one run | — | — | — |
+ * | `FanOutRun` | no tenant while fan-out is active (`multitenancy.fanOutScheduledRuns`), provider context | — | the subscribed tenants | `Promise<FanOutOutcome>` |
+ * | `EnqueuedFanOut` | the same with `{ async: true, engine: 'queued' }`: one queued run per tenant | — | the subscribed tenants | — |
+ *
+ * ```ts
+ * const result = await engine.execute('books')
+ * if (result.tenants) (await result.done).runs      // fan-out: one entry per tenant
+ * else console.log(result.runId, await result.done) // one run
+ * ```
+ */
+export type ExecuteResult = StartedRun | EnqueuedRun | FanOutRun | EnqueuedFanOut
+
+/** One run started in this process: its ID and outcome are known. */
+export interface StartedRun {
   name: string
-  /** Fan-out over tenants (multitenancy, no tenant given): the subscribed tenants the pipeline runs for. */
-  tenants?: string[]
-  /**
-   * Settles when the run ends: resolves with the outcome, rejects with the failure. Absent for
-   * a run enqueued with `engine: 'queued'` (its outcome lands in PipelineRuns).
-   */
-  done?: Promise<RunOutcome>
-}
-
-/** A run started in this process: its ID and outcome are known. */
-export interface StartedRun extends ExecuteResult {
   runId: string
+  /** Settles when the run ends: resolves with the outcome, rejects with the failure (already settled unless `async: true`). */
   done: Promise<RunOutcome>
+  tenants?: undefined
 }
 
-/** A run enqueued on CAP's task queue: only the pipeline name is known. */
-export interface EnqueuedRun extends ExecuteResult {
+/** One run enqueued on CAP's task queue: only the pipeline name is known; the outcome lands in PipelineRuns. */
+export interface EnqueuedRun {
+  name: string
+  runId?: undefined
+  done?: undefined
+  tenants?: undefined
+}
+
+/** One run per subscribed tenant (`parallel` at once); there is no single run ID. */
+export interface FanOutRun {
+  name: string
+  /** The subscribed tenants the pipeline runs for. */
+  tenants: string[]
+  /** Settles once all tenants' runs ended: the summed statistics and each tenant's outcome, or rejects naming the failed tenants. */
+  done: Promise<FanOutOutcome>
+  runId?: undefined
+}
+
+/** One queued run enqueued per subscribed tenant. */
+export interface EnqueuedFanOut {
+  name: string
+  tenants: string[]
   runId?: undefined
   done?: undefined
 }
@@ -97,8 +126,9 @@ interface Registered {
   tenantTimers?: Map<string, SpawnTimer>
 }
 
-/** The outcome of a fan-out: one entry per tenant. */
+/** The outcome of a fan-out: summed statistics, one entry per tenant; `runId` is '' (no single run). */
 export interface FanOutOutcome extends RunOutcome {
+  runId: ''
   runs: Array<{ tenant: string; runId?: string; status: 'completed' | 'failed' | 'skipped'; statistics?: RunOutcome['statistics']; error?: string }>
 }
 
@@ -329,8 +359,11 @@ export class PipelineRegistry {
    * default), or async through CAP's task queue (`engine: 'queued'`: one run is enqueued, any
    * instance runs it; only `{ name }` is returned).
    */
-  async execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun>
-  async execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun>
+  async execute(name: string, options: QueuedExecuteOptions & { tenant: string }): Promise<EnqueuedRun>
+  async execute(name: string, options: QueuedExecuteOptions): Promise<EnqueuedRun | EnqueuedFanOut>
+  async execute(name: string, options: InProcessExecuteOptions & { tenant: string }): Promise<StartedRun>
+  async execute(name: string, options?: InProcessExecuteOptions): Promise<StartedRun | FanOutRun>
+  async execute(name: string, options: ExecuteOptions & { tenant: string }): Promise<StartedRun | EnqueuedRun>
   async execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   async execute(name: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     this.get(name)
@@ -513,14 +546,14 @@ export class PipelineRegistry {
    * subscribed tenant, `parallel` at once. `done` settles once all ended: it resolves with the
    * summed statistics and each tenant's outcome, or rejects naming the tenants whose run failed.
    */
-  private async executeForAll(name: string, options: ExecuteOptions): Promise<ExecuteResult> {
+  private async executeForAll(name: string, options: ExecuteOptions): Promise<FanOutRun | EnqueuedFanOut> {
     const tenants = await subscribedTenants()
     if (options.async && options.engine === 'queued') {
       for (const tenant of tenants) await this.execute(name, { ...options, tenant })
       return { name, tenants }
     }
     const settled = this.fanOut.run(name, tenants, async tenant => {
-      const { runId, done } = await this.execute(name, { ...options, tenant, async: true, engine: 'spawn' }) as StartedRun
+      const { runId, done } = await this.execute(name, { ...options, tenant, async: true, engine: 'spawn' })
       return { runId, outcome: await done }
     })
     const execution = settled.then(results => {
@@ -537,10 +570,11 @@ export class PipelineRegistry {
       if (failed.length) {
         throw Object.assign(new PipelineError('SOURCE_FAILED', `Pipeline '${name}' failed for tenant${failed.length > 1 ? 's' : ''} ${failed.map(run => `'${run.tenant}' (${run.error})`).join(', ')}`, { status: 502 }), { runs })
       }
-      return { runId: '', status: 'completed' as const, statistics, runs } satisfies FanOutOutcome
+      const outcome: FanOutOutcome = { runId: '', status: 'completed', statistics, runs }
+      return outcome
     })
     if (!options.async) await execution.catch(() => undefined)
-    const done = observable<RunOutcome>(execution, error => LOG.error(`pipeline '${name}': fan-out over tenants failed and nobody awaited its 'done': ${(error as Error).message}`))
+    const done = observable<FanOutOutcome>(execution, error => LOG.error(`pipeline '${name}': fan-out over tenants failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { name, tenants, done }
   }
 
