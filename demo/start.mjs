@@ -4,15 +4,29 @@
 //
 //   DEMO_PROVIDER_PORT (default 4005), DEMO_CONSUMER_PORT (default 4004): a busy port is
 //   replaced by a free one. DEMO_CHANGE_EVERY: ms between provider changes (default 20000).
+//
+// `npm run start:mtx` (`--mtx`, or DEMO_MTX=1): the consumer is multitenant — profile
+// `multitenancy` of demo/consumer/package.json, @sap/cds-mtxs in the same process, one SQLite file
+// per tenant in a temporary folder (removed on exit), mocked users alice (tenant acme), bob
+// (tenant globex) and ops (the provider, cds.Subscriber). Both tenants are subscribed through
+// CAP's DeploymentService (POST /-/cds/deployment/subscribe), then `products` and `orders` run
+// once for each of them (a fan-out: `execute` without tenant by the provider).
 import { spawn } from 'node:child_process'
+import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const require = createRequire(path.join(here, '..', 'package.json'))
 const serve = require.resolve('@sap/cds/bin/serve.js')
+
+const MTX = process.argv.includes('--mtx') || /^(1|true|yes)$/i.test(process.env.DEMO_MTX ?? '')
+/** Tenants of the multitenant variant and the mocked user bound to each (demo/consumer/package.json). */
+const TENANTS = { acme: 'alice', globex: 'bob' }
+const PROVIDER_USER = 'ops'
 
 const major = Number(process.versions.node.split('.')[0])
 if (major < 22) {
@@ -88,6 +102,25 @@ function shutdown(code = 0) {
   setTimeout(() => { for (const child of alive) child.kill('SIGKILL'); process.exit(code) }, 5000).unref()
 }
 
+/** A request to the consumer as a mocked user (Basic auth, no password). */
+async function as(user, method, url, body) {
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  })
+  const text = await response.text()
+  if (!response.ok) throw new Error(`${method} ${url} as ${user}: ${response.status} ${text}`)
+  return text ? JSON.parse(text) : undefined
+}
+
+/** Multitenant variant: the consumer's per-tenant SQLite files live here while the demo runs. */
+let mtxDir
+if (MTX) {
+  mtxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-demo-mtx-'))
+  process.on('exit', () => fs.rmSync(mtxDir, { recursive: true, force: true }))
+}
+
 process.on('SIGINT', () => shutdown(0))
 process.on('SIGTERM', () => shutdown(0))
 
@@ -97,10 +130,26 @@ try {
   // profile api-v2: the provider serves a newer API than the consumer imported (schema drift)
   const provider = await startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2' })
   const salesUrl = `${provider}/odata/v4/sales`
-  const consumer = await startApp('consumer', 'consumer', consumerPort, {
+  const consumer = await startApp('consumer', 'consumer', consumerPort, MTX ? {
+    CDS_ENV: [process.env.CDS_ENV, 'multitenancy'].filter(Boolean).join(','),
+    // the consumer's package.json does not list @sap/cds-mtxs (the repository's devDependency): load it as a plugin
+    CDS_PLUGINS: JSON.stringify({ '@sap/cds-mtxs': { impl: require.resolve('@sap/cds-mtxs/cds-plugin', { paths: [path.join(here, 'consumer')] }) } }),
+    CDS_CONFIG: JSON.stringify({ requires: {
+      SalesService: { credentials: { url: salesUrl } },
+      db: { credentials: { url: path.join(mtxDir, 'db.sqlite') } },
+    } }),
+  } : {
     // points the consumer's remote service at the provider just started
     CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: salesUrl } } } }),
   })
+  if (MTX) await startTenants(consumer, salesUrl, provider)
+  else await printSingleTenant(consumer, salesUrl, provider)
+} catch (error) {
+  console.error(error.message)
+  shutdown(1)
+}
+
+async function printSingleTenant(consumer, salesUrl, provider) {
   const demo = `${consumer}/odata/v4/demo`
   const changeEvery = Number(process.env.DEMO_CHANGE_EVERY ?? 20000)
   // the plugin's management API and console, once the consumer serves them
@@ -129,7 +178,50 @@ ${extras}   run a pipeline now                 curl -X POST ${demo}/runPipeline 
  (query shape, rebuilt after each orders run that changed rows). Press Ctrl-C to stop.
 ────────────────────────────────────────────────────────────────────────────
 `)
-} catch (error) {
-  console.error(error.message)
-  shutdown(1)
+}
+
+/**
+ * Multitenant variant: subscribes the tenants through CAP's DeploymentService as the provider
+ * user, runs `products` and `orders` once for all of them (fan-out), prints how to look at each.
+ */
+async function startTenants(consumer, salesUrl, provider) {
+  for (const tenant of Object.keys(TENANTS)) {
+    const started = Date.now()
+    await as(PROVIDER_USER, 'POST', `${consumer}/-/cds/deployment/subscribe`, { tenant })
+    console.log(`[demo] tenant '${tenant}' subscribed in ${Date.now() - started} ms`)
+  }
+  // `execute` without tenant by the provider: one run per subscribed tenant (revenue-by-country follows each orders run)
+  await Promise.all(['products', 'orders'].map(async name => {
+    const result = await as(PROVIDER_USER, 'POST', `${consumer}/pipeline/execute`, { name, trigger: 'manual' })
+      .catch(error => ({ status: `failed: ${error.message}` }))
+    console.log(`[demo] ${name}: initial run for all tenants ${result?.status ?? 'done'}`)
+  }))
+  const demo = `${consumer}/odata/v4/demo`
+  const width = Math.max(...Object.keys(TENANTS).map(t => t.length))
+  const perTenant = Object.entries(TENANTS).map(([tenant, user]) => `
+   ${tenant.padEnd(width)}  user ${user}
+     pipelines (tracker)     curl -u ${user}: ${consumer}/pipeline/Pipelines
+     runs                    curl -u ${user}: '${consumer}/pipeline/PipelineRuns?$orderby=startTime%20desc&$top=5'
+     replicated orders       curl -u ${user}: '${demo}/Orders?$top=3&$count=true'
+     run a pipeline now      curl -u ${user}: -X POST ${consumer}/pipeline/execute -H 'content-type: application/json' -d '{"name":"orders"}'`).join('\n')
+  console.log(`
+────────────────────────────────────────────────────────────────────────────
+ cap-data-pipeline demo is running — multitenant (profile 'multitenancy', @sap/cds-mtxs)
+
+ Provider (source system, OData V4)   ${provider}
+ Consumer (one SQLite file per tenant) ${consumer}
+   files                              ${mtxDir} (removed on exit)
+
+ Subscribed tenants — each sees only its own data; log in as its user
+ (the console ${consumer}/pipeline-console/ asks for a user too):
+${perTenant}
+
+ The provider (user ${PROVIDER_USER}, role cds.Subscriber)
+   run for every tenant (fan-out)     curl -u ${PROVIDER_USER}: -X POST ${consumer}/pipeline/execute -H 'content-type: application/json' -d '{"name":"orders"}'
+   subscribe one more tenant          curl -u ${PROVIDER_USER}: -X POST ${consumer}/-/cds/deployment/subscribe -H 'content-type: application/json' -d '{"tenant":"initech"}'
+
+ Scheduled runs (orders every 30 s, products every 5 min) fan out to all subscribed tenants.
+ Press Ctrl-C to stop.
+────────────────────────────────────────────────────────────────────────────
+`)
 }
