@@ -247,4 +247,11 @@ describe('multitenancy: caches per tenant, tenant ids, upgrade with data kept (@
     expect(await title('u2', 'ShelfBooks')).toBe('Changed')
     expect(shelf('t2', table => `SELECT title FROM ${table} WHERE ID = 1`)).toEqual([{ title: 'Changed' }])
   })
+
+  it('a request without tenant (the provider user) uses the file of entityCache.defaultTenant', async () => {
+    expect(existsSync(cacheFile('default'))).toBe(false)
+    expect(await title('ops', 'ShelfBooks')).toBe('Changed')
+    expect(existsSync(cacheFile('default'))).toBe(true)
+    expect(filesBelow(cacheDir)).toEqual(['default', 't2', 't3'].map(t => path.join(t, 'cache.sqlite')))
+  })
 })
