@@ -4,7 +4,8 @@
  * demo/consumer with `management.reuse: { api, console }` serving the built console at /pipeline-console/.
  * Between them a real HTTP proxy slows the provider's Orders responses down, so a paged run of
  * `orders` lasts long enough to watch the console poll every 3 s and show progress while it runs.
- * Screenshots of each column go to test-results/.
+ * Screenshots of each column go to test-results/. The demo's `products` pipeline sets a provider row aside
+ * (onError 'skip') and reports schema drift (the provider's API version 2); `orders` sweeps deletes.
  */
 import fs from 'node:fs'
 import http from 'node:http'
@@ -17,7 +18,8 @@ import { launchBrowser } from '../helpers/browser'
 const RESULTS = path.join(ROOT, 'test-results')
 /** Each provider Orders request waits this long, so a paged delta run of `orders` takes ~10 s. */
 const ORDERS_DELAY = 2500
-const PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '' }
+/** api-v2: the provider serves Products.ean, unknown to the consumer's import (schema drift, as in `npm start`). */
+const PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '', CDS_ENV: 'api-v2' }
 
 let provider: RunningApp
 let consumer: RunningApp
@@ -42,7 +44,8 @@ function startProxy(target: string): Promise<string> {
       out.on('error', error => { res.statusCode = 502; res.end(String(error)) })
       req.pipe(out)
     }
-    if (/\/Orders\b/.test(req.url ?? '')) setTimeout(forward, ORDERS_DELAY)
+    // key listings of the orders' deletes sweep ($select=ID only) are not slowed down
+    if (/\/Orders\b/.test(req.url ?? '') && !/[?&](\$|%24)select=ID(&|$)/.test(req.url ?? '')) setTimeout(forward, ORDERS_DELAY)
     else forward()
   })
   return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
@@ -87,6 +90,13 @@ async function select(name: string): Promise<void> {
 async function tab(key: string): Promise<void> {
   await page.locator(`${byId(`tab${key}`)}`).first().click()
 }
+
+/** Whether a computed CSS colour is the theme's orange (critical), not grey, green or red. */
+function isOrange(color: string): boolean {
+  const [r, g, b] = (/rgba?\((\d+), (\d+), (\d+)/.exec(color) ?? []).slice(1).map(Number)
+  return r >= 180 && g >= 60 && g <= 170 && b <= 90
+}
+const textOf = async (selector: string) => ((await page.locator(selector).first().innerText()) ?? '').replace(/\s+/g, ' ').trim()
 
 async function screenshot(selector: string, file: string): Promise<void> {
   await page.locator(selector).first().screenshot({ path: path.join(RESULTS, file) })
@@ -343,6 +353,123 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await page.locator(byId('closeDetail')).click()
     await waitUntil(async () => (await visible()).join() === 'listPage', 'only the list after closing the detail')
     await page.setViewportSize({ width: 1680, height: 1050 })
+  })
+
+  test('overview: the delete strategy and the last sweep (orders)', async () => {
+    await select('orders')
+    await tab('Overview')
+    const row = await pipeline('orders')
+    const sweep = JSON.parse(row.lastSweep)
+    expect(sweep).toMatchObject({ status: 'completed', deleted: 0 })
+    await waitUntil(async () => /key reconciliation sweep/.test(await textOf(`${byId('deleteStrategy')} .sapMObjStatusText`)), 'the delete strategy')
+    expect(await textOf(`${byId('deleteStrategy')} .sapMObjStatusText`)).toBe('key reconciliation sweep on the first delta run 1h after the last sweep, at most 20 % of the rows (deletes.maxShare)')
+    const last = await textOf(`${byId('lastSweep')} .sapMObjStatusText`)
+    expect(last).toMatch(new RegExp(`^completed .+: 0 deleted of ${sweep.rows.toLocaleString('en-US')} rows \\(${sweep.sourceKeys.toLocaleString('en-US')} source keys, ${sweep.targetKeys.toLocaleString('en-US')} local keys\\), [\\d,]+ ms$`))
+    await expect(page.locator(`${byId('lastSweep')}.sapMObjStatusSuccess`).count()).resolves.toBe(1)
+    await expect(textOf(`${byId('detailSkipped')} .sapMObjStatusText`)).resolves.toBe('0 skipped')
+    expect(await page.locator(byId('driftBox')).isVisible()).toBe(false)
+    await screenshot(byId('detailPage'), 'console-column-2-overview-deletes.png')
+  })
+
+  test('overview: skipped records and the latest schema drift in orange (products); the flow graph marks the source', async () => {
+    await select('products')
+    await tab('Overview')
+    const row = await pipeline('products')
+    expect(row.statistics_skipped).toBeGreaterThanOrEqual(1)
+    await waitUntil(async () => page.locator(byId('driftBox')).isVisible(), 'the drift warnings')
+    const skipped = page.locator(`${byId('detailSkipped')}`)
+    expect(await textOf(`${byId('detailSkipped')} .sapMObjStatusText`)).toBe(`${row.statistics_skipped} skipped`)
+    expect(await skipped.getAttribute('class')).toContain('sapMObjStatusWarning')
+    expect(isOrange(await skipped.locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
+    expect(await textOf(`${byId('deleteStrategy')} .sapMObjStatusText`)).toMatch(/^none/)
+    expect(await page.locator(byId('lastSweep')).isVisible()).toBe(false)
+    // the drift of the latest run row, every message in orange
+    const latest = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'products'&$orderby=startTime desc&$top=1`)).data.value[0]
+    const drift = JSON.parse(latest.drift)
+    expect(drift.changes).toEqual([expect.objectContaining({ change: 'added', column: 'ean', breaking: false })])
+    expect(await textOf(byId('driftStrip'))).toContain("Schema drift at source SalesService/Products ($metadata, policy warn)")
+    const messages = page.locator(`${byId('driftList')} .sapMObjStatus`)
+    await expect(messages.count()).resolves.toBe(drift.changes.length)
+    expect(await textOf(`${byId('driftList')} .sapMObjStatusText`)).toBe("new column 'ean' (String(13)), not mapped")
+    expect(await messages.first().getAttribute('class')).toContain('sapMObjStatusWarning')
+    expect(isOrange(await messages.first().locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
+    await expect(page.locator(`${byId('driftStrip')}.sapMMsgStripWarning`).count()).resolves.toBe(1)
+    await screenshot(byId('detailPage'), 'console-column-2-overview-drift.png')
+    // the data-flow graph: the source node and its line in orange
+    await tab('Flow')
+    const source = page.locator(`${byId('flowGraph')} g.pcNode[data-key="source"]`)
+    await source.waitFor()
+    expect(await source.getAttribute('class')).toContain('pcWarning')
+    expect(isOrange(await source.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+    expect(isOrange(await page.locator(`${byId('flowGraph')} path.pcLine.pcWarning`).first().evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+    await screenshot(byId('detailPage'), 'console-column-2-flow-drift.png')
+  })
+
+  test('runs: skipped and drift per run in orange; selecting the run shows its rejected records, the record in full', async () => {
+    await tab('Runs')
+    const latest = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'products'&$orderby=startTime desc&$top=1`)).data.value[0]
+    const rejects = (await api(`/pipeline/PipelineRuns(${latest.ID})/rejects`)).data.value
+    expect(latest.statistics_skipped).toBe(1)
+    expect(rejects).toEqual([expect.objectContaining({ recordKey: '{"ID":121}', phase: 'validate', status: 'open' })])
+    const rows = page.locator(`${byId('runsTable')} tr.sapMLIB`)
+    await rows.first().waitFor()
+    const first = rows.first()
+    expect((await first.innerText()).replace(/\s+/g, ' ')).toContain('drift (1)')
+    const skipped = first.locator('.sapMObjectNumber').first()
+    expect((await skipped.locator('.sapMObjectNumberText').innerText()).trim()).toBe('1')
+    expect(await skipped.getAttribute('class')).toContain('Warning')
+    expect(isOrange(await skipped.locator('.sapMObjectNumberText').evaluate(el => getComputedStyle(el).color))).toBe(true)
+    const driftCell = first.locator('.sapMObjStatus', { hasText: 'drift (1)' })
+    expect(await driftCell.getAttribute('class')).toContain('sapMObjStatusWarning')
+    // without a selected run: the pipeline's open rejects
+    await waitUntil(async () => /Open rejected records of "products" \(1\)/.test(await textOf(byId('rejectsTitle'))), 'the open rejects')
+    // the run's rejects
+    await first.click()
+    await waitUntil(async () => /Rejected records of the run started .+ \(1\)/.test(await textOf(byId('rejectsTitle'))), "the run's rejects")
+    const reject = page.locator(`${byId('rejectsTable')} tr.sapMLIB`).first()
+    const text = (await reject.innerText()).replace(/\s+/g, ' ')
+    for (const part of ['{"ID":121}', 'validate', "'currency': 4 characters exceed String(3)", 'open']) expect(text).toContain(part)
+    await screenshot(byId('detailPage'), 'console-column-2-runs-rejects.png')
+    await reject.locator('.sapMLnk', { hasText: 'Show record' }).click()
+    const dialog = page.locator(byId('recordDialog'))
+    await dialog.waitFor()
+    const json = await page.locator(byId('recordJson')).innerText()
+    expect(JSON.parse(json)).toMatchObject({ ID: 121, currency: 'EURO', name: 'Legacy Bundle (migrated)' })
+    expect(await textOf(`${byId('recordDialog')} .sapMDialogTitleGroup, ${byId('recordDialog')} header`)).toContain('Rejected record ID 121')
+    expect(await textOf(byId('recordInfo'))).toContain("Phase validate: 'currency': 4 characters exceed String(3) (status open)")
+    await dialog.screenshot({ path: path.join(RESULTS, 'console-reject-record.png') })
+    await page.locator(byId('recordClose')).click()
+    await dialog.waitFor({ state: 'hidden' })
+  })
+
+  test('replay rejects from the console: the result as readable text, the rejects refreshed', async () => {
+    const before = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'products'&$count=true&$top=0`)).data['@odata.count']
+    await page.locator(byId('replayRejects')).click()
+    const box = page.locator('.sapMMessageBox')
+    await box.waitFor()
+    const message = (await box.innerText()).replace(/\s+/g, ' ')
+    expect(message).toMatch(/Replay of "products"/)
+    expect(message).toMatch(/Replay run [0-9a-f-]{36}: completed\. 0 records written \(0 created, 0 updated\), 1 rejected again\./)
+    await page.screenshot({ path: path.join(RESULTS, 'console-replay-result.png') })
+    await box.locator('button', { hasText: 'OK' }).click()
+    const runs = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'products'&$orderby=startTime desc&$count=true`)).data
+    expect(runs['@odata.count']).toBe(before + 1)
+    const replay = runs.value[0]
+    expect(replay).toMatchObject({ trigger: 'manual', statistics_skipped: 1 })
+    // the old reject is superseded, the replay run's is open; the console shows the replay run's
+    const all = (await api(`/pipeline/PipelineRejects?$filter=pipeline_name eq 'products'&$orderby=createdAt`)).data.value
+    expect(all.map((r: { status: string }) => r.status)).toEqual(['superseded', 'open'])
+    expect(all[1].run_ID).toBe(replay.ID)
+    await waitUntil(async () => /Rejected records of the run started .+ \(1\)/.test(await textOf(byId('rejectsTitle'))), "the replay run's rejects")
+    await waitUntil(async () => (await page.locator(`${byId('runsTable')} tr.sapMLIB`).first().getAttribute('class'))?.includes('sapMLIBSelected'), 'the replay run selected')
+    // all open rejects again
+    await page.locator(byId('showOpenRejects')).click()
+    await waitUntil(async () => /Open rejected records of "products" \(1\)/.test(await textOf(byId('rejectsTitle'))), 'the open rejects')
+    // a replay run checks no schema: the drift found by the run before it stays shown
+    await tab('Overview')
+    await page.locator(byId('refreshButton')).click()
+    await waitUntil(async () => page.locator(byId('driftBox')).isVisible(), 'the drift warnings after the replay')
+    await expect(page.locator(`${byId('landscapeGraph')} g.pcNode.pcWarning[data-key="source:SalesService/Products"]`).count()).resolves.toBe(1)
   })
 
   test('no request leaves the host origin and nothing failed to load', async () => {

@@ -58,11 +58,54 @@ interface FlowData extends GraphData {
 	hasDeviations?: boolean;
 }
 
+interface DriftReport {
+	runId?: string;
+	source: string;
+	basis: string;
+	policy: string;
+	breaking: boolean;
+	checkedAt?: string;
+	changes: Array<{ change: string; column: string; target?: string; was?: string; now?: string; targetType?: string; breaking: boolean; message: string }>;
+	message?: string;
+}
+
+interface SweepState {
+	time?: string;
+	status?: "completed" | "failed";
+	deleted?: number;
+	sourceKeys?: number;
+	targetKeys?: number;
+	rows?: number;
+	durationMs?: number;
+	error?: string;
+}
+
+/** The run whose rejects the rejects table shows; unset: the pipeline's open rejects. */
+interface RejectsState {
+	name: string | null;
+	run: string | null;
+	runStart: string | null;
+	total: number;
+	title: string;
+}
+
 interface InspectorFilter {
 	field: string;
 	op: string;
 	value: string;
 }
+
+/** A JSON text (LargeString) parsed; null when empty or not JSON. */
+function parseJson<T>(value: unknown): T | null {
+	if (typeof value !== "string" || !value) return (value && typeof value === "object" ? value : null) as T | null;
+	try {
+		return JSON.parse(value) as T;
+	} catch {
+		return null;
+	}
+}
+
+const number = (value: unknown): string => Number(value ?? 0).toLocaleString("en-US");
 
 const display = (value: unknown): string => value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
 
@@ -166,6 +209,81 @@ export default class App extends Controller {
 		return `${this.text("deviations")}: ${deviations.map(d => `${d.path} = ${display(d.value)} (default ${display(d.default)})`).join("; ")}`;
 	}
 
+	/** The effective value of a setting: an override (dotted or nested) over the coded baseConfig. */
+	private setting(baseConfig: unknown, overrides: unknown, path: string): unknown {
+		const lookup = (object: Record<string, unknown> | null): unknown => {
+			if (!object) return undefined;
+			if (path in object) return object[path];
+			return path.split(".").reduce<unknown>((at, key) => at && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined, object);
+		};
+		const override = lookup(parseJson<Record<string, unknown>>(overrides));
+		return override !== undefined ? override : lookup(parseJson<Record<string, unknown>>(baseConfig));
+	}
+
+	/** The delete strategy as readable text: soft-delete field and action, or the sweep's schedule and maxShare; none. */
+	public formatDeletes(baseConfig: unknown, overrides: unknown): string {
+		const parts: string[] = [];
+		const field = this.setting(baseConfig, overrides, "delta.deletedField");
+		if (typeof field === "string" && field) {
+			const action = this.setting(baseConfig, overrides, "delta.deletedAction");
+			parts.push(this.text("deletesSoft", [field, this.text(action === "flag" ? "deletesSoftFlag" : "deletesSoftDelete")]));
+		}
+		const sweep = this.setting(baseConfig, overrides, "deletes.sweep");
+		if (sweep) {
+			const every = typeof sweep === "object" ? (sweep as { every?: unknown }).every : undefined;
+			const when = sweep === "always" ? this.text("sweepAlways")
+				: typeof every === "number" ? this.text("sweepRuns", [every])
+				: typeof every === "string" ? this.text("sweepInterval", [every]) : display(sweep);
+			const maxShare = Number(this.setting(baseConfig, overrides, "deletes.maxShare") ?? 0.5);
+			const force = this.setting(baseConfig, overrides, "deletes.force") === true;
+			parts.push(this.text("deletesSweep", [when, `${Math.round(maxShare * 1000) / 10} %`]) + (force ? this.text("deletesSweepForce") : ""));
+		}
+		return parts.length ? parts.join("; ") : this.text("deletesNone");
+	}
+
+	/** The last sweep row is shown when there was one or the pipeline sweeps. */
+	public hasSweep(lastSweep: unknown, baseConfig: unknown, overrides: unknown): boolean {
+		return Boolean(lastSweep) || Boolean(this.setting(baseConfig, overrides, "deletes.sweep"));
+	}
+
+	public formatSweep(lastSweep: unknown): string {
+		const state = parseJson<SweepState>(lastSweep);
+		if (!state?.status) return this.text("sweepNever");
+		const time = this.formatDateTime(state.time ?? null);
+		if (state.status === "failed") return this.text("sweepFailed", [time, number(state.durationMs), state.error ?? ""]);
+		return this.text("sweepCompleted", [time, number(state.deleted), number(state.rows), number(state.sourceKeys), number(state.targetKeys), number(state.durationMs)]);
+	}
+
+	public sweepState(lastSweep: unknown): string {
+		const state = parseJson<SweepState>(lastSweep);
+		return state?.status === "failed" ? "Error" : state?.status === "completed" ? "Success" : "None";
+	}
+
+	public formatDriftTitle(drift: DriftReport | null): string {
+		if (!drift) return "";
+		return this.text(drift.breaking ? "driftTitleBreaking" : "driftTitle", [drift.source, drift.basis, drift.policy, this.formatDateTime(drift.checkedAt ?? null)]);
+	}
+
+	/** A run's drift cell: "drift (n)" / "breaking drift (n)". */
+	public formatRunDrift(drift: unknown): string {
+		const report = parseJson<DriftReport>(drift);
+		if (!report) return "";
+		return this.text(report.breaking ? "runDriftBreaking" : "runDrift", [report.changes?.length ?? 0]);
+	}
+
+	public runDriftState(drift: unknown): string {
+		const report = parseJson<DriftReport>(drift);
+		return !report ? "None" : report.breaking ? "Error" : "Warning";
+	}
+
+	public formatDriftMessages(drift: unknown): string {
+		return (parseJson<DriftReport>(drift)?.changes ?? []).map(c => c.message).join("\n");
+	}
+
+	public formatRecordTooltip(record: unknown, mapped: unknown): string {
+		return display(record ?? mapped);
+	}
+
 	// ---------------------------------------------------------------- polling
 
 	/** Refreshes the list, the graphs and the open pipeline; then schedules the next poll. */
@@ -227,8 +345,10 @@ export default class App extends Controller {
 
 	private async refreshDetail(name: string): Promise<void> {
 		const binding = this.control<Page>("detailPage").getElementBinding() as ODataContextBinding | undefined;
+		const rejects = this.rejectsBinding();
 		await Promise.all([
 			binding?.requestRefresh().catch(() => undefined),
+			rejects && !rejects.isSuspended() ? rejects.requestRefresh().catch(() => undefined) : undefined,
 			this.loadFlow(name)
 		]);
 	}
@@ -292,6 +412,8 @@ export default class App extends Controller {
 			if (this.ui().getProperty("/layout").startsWith("Three")) this.ui().setProperty("/layout", "TwoColumnsMidExpanded");
 			void this.loadFlow(name);
 			void this.loadConfig(name);
+			this.control<Table>("runsTable").removeSelections(true);
+			this.showRejects(name, null);
 			const tab = this.control<Control & { getSelectedKey(): string }>("detailTabs").getSelectedKey();
 			if (tab === "preview") void this.loadPreview(name);
 		}
@@ -321,12 +443,120 @@ export default class App extends Controller {
 	/** Progress of the active run: the running run's statistics, advanced after every batch. */
 	public onRunsUpdated(): void {
 		const table = this.control<Table>("runsTable");
+		// keeps the run whose rejects are shown selected after a refresh re-created the rows
+		const rejects = this.ui().getProperty("/rejects") as RejectsState | undefined;
+		for (const item of table.getItems() as ColumnListItem[]) {
+			const id = item.getBindingContext()?.getProperty("ID") as string | undefined;
+			const isSelected = Boolean(rejects?.run) && id === rejects?.run;
+			if (item.getSelected() !== isSelected) item.setSelected(isSelected);
+			if (isSelected && !rejects?.runStart) {
+				this.ui().setProperty("/rejects/runStart", item.getBindingContext()?.getProperty("startTime") as string);
+				this.updateRejectsTitle();
+			}
+		}
 		const running = table.getItems().map(i => i.getBindingContext() as Context | null).find(c => c?.getProperty("status") === "running");
 		this.ui().setProperty("/progress", running ? {
 			created: Number(running.getProperty("statistics_created") ?? 0),
 			updated: Number(running.getProperty("statistics_updated") ?? 0),
 			deleted: Number(running.getProperty("statistics_deleted") ?? 0)
 		} : null);
+	}
+
+	private rejectsBinding(): ODataListBinding | undefined {
+		return this.control<Table>("rejectsTable").getBinding("items") as ODataListBinding | undefined;
+	}
+
+	/** The rejects table shows the run's rejected records, or the pipeline's open ones (run null). */
+	private showRejects(name: string, run: { ID: string; startTime?: string | null } | null): void {
+		this.ui().setProperty("/rejects", { name, run: run?.ID ?? null, runStart: run?.startTime ?? null, total: 0, title: "" } satisfies RejectsState);
+		this.updateRejectsTitle();
+		const binding = this.rejectsBinding();
+		if (!binding) return;
+		const filters = run
+			? [new Filter("run_ID", FilterOperator.EQ, run.ID)]
+			: [new Filter("pipeline_name", FilterOperator.EQ, name), new Filter("status", FilterOperator.EQ, "open")];
+		binding.filter(new Filter({ filters, and: true }));
+		if (binding.isSuspended()) binding.resume();
+	}
+
+	private updateRejectsTitle(): void {
+		const state = this.ui().getProperty("/rejects") as RejectsState;
+		const total = number(state.total);
+		this.ui().setProperty("/rejects/title", state.run
+			? this.text("rejectsOfRun", [this.formatDateTime(state.runStart) || state.run, total])
+			: this.text("rejectsOpen", [state.name ?? "", total]));
+	}
+
+	public onRejectsUpdated(event: Event<{ total: number }>): void {
+		this.ui().setProperty("/rejects/total", event.getParameter("total") ?? 0);
+		this.updateRejectsTitle();
+	}
+
+	/** Selecting a run shows its rejected records. */
+	public onRunSelect(event: ListBase$SelectionChangeEvent): void {
+		const name = this.selected();
+		const context = event.getParameter("listItem")?.getBindingContext();
+		if (!name || !context) return;
+		this.showRejects(name, { ID: context.getProperty("ID") as string, startTime: context.getProperty("startTime") as string });
+	}
+
+	public onShowOpenRejects(): void {
+		const name = this.selected();
+		if (!name) return;
+		this.control<Table>("runsTable").removeSelections(true);
+		this.showRejects(name, null);
+	}
+
+	/** The stored record of a reject in full (pretty JSON) in a dialog. */
+	public onShowRecord(event: Event): void {
+		const context = (event.getSource() as Control).getBindingContext();
+		if (!context) return;
+		const raw = (context.getProperty("record") ?? context.getProperty("mapped")) as string | null;
+		const parsed = parseJson<unknown>(raw);
+		const notes = [
+			context.getProperty("truncated") ? this.text("recordTruncated") : "",
+			!context.getProperty("record") && context.getProperty("mapped") ? this.text("recordMapped") : ""
+		].filter(Boolean);
+		this.ui().setProperty("/record", {
+			// (a title in braces would be taken for a binding)
+			title: this.text("recordTitle", [Object.entries(parseJson<Record<string, unknown>>(context.getProperty("recordKey")) ?? {}).map(([k, v]) => `${k} ${display(v)}`).join(", ")]),
+			info: [this.text("recordInfo", [context.getProperty("phase"), context.getProperty("error"), context.getProperty("status")]), ...notes].join("\n"),
+			json: parsed !== null ? JSON.stringify(parsed, null, 2) : display(raw)
+		});
+		this.control<Dialog>("recordDialog").open();
+	}
+
+	/** A run's schema drift, every change, in a message box (red when breaking). */
+	public onShowRunDrift(event: Event): void {
+		const report = parseJson<DriftReport>((event.getSource() as Control).getBindingContext()?.getProperty("drift"));
+		if (!report) return;
+		const text = `${this.formatDriftTitle(report)}\n\n${report.changes.map(c => `• ${c.message}${c.breaking ? " (breaking)" : ""}`).join("\n")}`;
+		const options = { title: this.text("driftDialogTitle"), details: JSON.stringify(report, null, 2) };
+		if (report.breaking) MessageBox.error(text, options);
+		else MessageBox.warning(text, options);
+	}
+
+	/** Replays the pipeline's open rejects (a run of its own) and shows what became of them. */
+	public async onReplayRejects(): Promise<void> {
+		const name = this.selected();
+		if (!name) return;
+		const button = this.control<Control & { setBusy(busy: boolean): void }>("replayRejects");
+		button.setBusy(true);
+		try {
+			const result = await this.api.bound(name, "replayRejects");
+			const s = (result.statistics ?? {}) as { created?: number; updated?: number; skipped?: number };
+			const written = (s.created ?? 0) + (s.updated ?? 0);
+			const text = this.text("replayResult", [result.runId, result.status, written, s.created ?? 0, s.updated ?? 0, s.skipped ?? 0]);
+			const title = this.text("replayTitle", [name]);
+			if (s.skipped) MessageBox.warning(text, { title });
+			else MessageBox.success(text, { title });
+			this.showRejects(name, { ID: result.runId as string });
+		} catch (error) {
+			this.showError(error);
+		} finally {
+			button.setBusy(false);
+		}
+		await this.poll();
 	}
 
 	private async loadFlow(name: string): Promise<void> {
