@@ -5,7 +5,7 @@
  * pipeline, 409 run active) and a message naming the parameter.
  */
 import cds from '@sap/cds'
-import { LOGGER, REPLICATION_MODES, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
+import { LOGGER, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineError } from '../lib/engine/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
@@ -16,6 +16,8 @@ import { replayRejects } from '../lib/engine/replay.js'
 import { sourceNameOf } from '../lib/adapters/mapping.js'
 import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
+import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
+import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
 import { contextTenant, tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
 
@@ -239,8 +241,27 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 
   private async facts(engine: DataPipelineService, name: string): Promise<PipelineFacts> {
-    const row = await engine.registry.tracker.read(name).catch(() => undefined)
-    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status }
+    const [row, drift] = await Promise.all([engine.registry.tracker.read(name).catch(() => undefined), latestRunDrift(name)])
+    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status, drift }
+  }
+}
+
+/**
+ * The schema drift of the pipeline's newest run (its `PipelineRuns.drift`; a running run counts once it
+ * recorded drift), so every instance and a restarted one show the same. Undefined — flowMetadata then
+ * shows what this process's latest check found — without runs, when the runs cannot be read, or when
+ * the newest run has none but this process's latest check found drift: a replay of rejects is a run
+ * without a check (its `drift` stays null) and must not hide the drift.
+ */
+async function latestRunDrift(name: string): Promise<SchemaDriftReport | null | undefined> {
+  try {
+    const db = await connect('db')
+    const runs = (await db.run(ql.SELECT.from(RUNS_ENTITY).columns('status', 'drift').where({ pipeline_name: name }).orderBy('startTime desc').limit(2))) as Array<{ status?: string; drift?: string | null }>
+    const run = runs.find(r => r.drift || r.status !== 'running')
+    if (!run || (!run.drift && latestDrift(name))) return undefined
+    return run.drift ? (JSON.parse(run.drift) as SchemaDriftReport) : null
+  } catch {
+    return undefined
   }
 }
 
