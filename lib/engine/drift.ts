@@ -21,7 +21,7 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../constants.js'
-import { PipelineError, type PipelineErrorCode } from './errors.js'
+import { PipelineError } from './errors.js'
 import { resolveSchemaDrift, type DataRecord, type ResolvedPipeline, type SchemaDriftSetting } from './config.js'
 import { watermarkFields } from './watermark.js'
 import { connect, ql } from '../model/ql.js'
@@ -76,8 +76,7 @@ export class SchemaDriftError extends PipelineError {
   readonly drift: SchemaDriftReport
 
   constructor(message: string, drift: SchemaDriftReport) {
-    super('SOURCE_FAILED', message, { target: 'schemaDrift' })
-    ;(this as { code: PipelineErrorCode | 'SCHEMA_DRIFT' }).code = 'SCHEMA_DRIFT'
+    super('SCHEMA_DRIFT', message, { target: 'schemaDrift' })
     this.drift = drift
   }
 }

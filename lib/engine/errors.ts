@@ -13,6 +13,7 @@ export type PipelineErrorCode =
   | 'NOT_SUPPORTED'
   | 'LEASE_EXPIRED'
   | 'FORBIDDEN'
+  | 'SCHEMA_DRIFT'
 
 const STATUS: Record<PipelineErrorCode, number> = {
   INVALID_CONFIG: 400,
@@ -25,6 +26,8 @@ const STATUS: Record<PipelineErrorCode, number> = {
   TARGET_FAILED: 500,
   LEASE_EXPIRED: 500,
   FORBIDDEN: 403,
+  // the source no longer matches what the pipeline was built against: a source failure, like SOURCE_FAILED
+  SCHEMA_DRIFT: 502,
 }
 
 export class PipelineError extends Error {

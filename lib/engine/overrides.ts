@@ -10,6 +10,10 @@ export const OVERRIDABLE_PATHS = [
   'description', 'mode', 'enabled', 'schedule', 'transaction',
   'source.batchSize', 'delta.field', 'delta.mode', 'delta.dateField', 'delta.timeField',
   'retry.maxRetries', 'retry.baseDelay', 'retry.maxDelay',
+  // as a whole (an object value replaces the coded one; null restores the default)
+  'onError', 'schemaDrift', 'deletes',
+  // one setting of the coded deletes, e.g. `deletes.force: true` to let a known mass deletion through once
+  'deletes.sweep', 'deletes.maxShare', 'deletes.force',
 ] as const
 
 export type Overrides = Record<string, unknown>
@@ -41,7 +45,7 @@ export function parseStoredOverrides(text: string | null | undefined): Overrides
 
 /** The coded config with overrides applied (a `null` schedule override removes the schedule). */
 export function applyOverrides(config: PipelineConfig, overrides: Overrides): PipelineConfig {
-  const effective = { ...config, source: { ...config.source }, target: { ...config.target }, delta: config.delta && { ...config.delta }, retry: config.retry && { ...config.retry } } as Record<string, unknown>
+  const effective = { ...config, source: { ...config.source }, target: { ...config.target }, delta: config.delta && { ...config.delta }, retry: config.retry && { ...config.retry }, ...(isPlainObject(config.deletes) ? { deletes: { ...config.deletes } } : {}) } as Record<string, unknown>
   for (const [path, value] of Object.entries(overrides)) {
     const parts = path.split('.')
     let node = effective
