@@ -10,6 +10,29 @@ const require = createRequire(import.meta.url)
 export const ROOT = path.resolve(__dirname, '../..')
 export const FIXTURES = path.join(ROOT, 'test/fixtures')
 
+/**
+ * Resolves with the URL a `cds-serve` child process listens on (loopback address) and a reader of
+ * its output so far; rejects with that output when it exits or does not start within `timeout`.
+ */
+function listening(child: ChildProcess, dir: string, timeout: number): Promise<{ url: string; output: () => string }> {
+  let log = ''
+  const output = () => log
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`app in ${dir} did not start:\n${log}`)), timeout)
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString()
+      const match = /server listening on \{ url: '([^']+)'/.exec(log)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ url: match[1].replace('localhost', '127.0.0.1'), output })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.on('exit', code => { clearTimeout(timer); reject(new Error(`app in ${dir} exited with ${code}:\n${log}`)) })
+  })
+}
+
 export interface RunningApp {
   url: string
   child: ChildProcess
@@ -25,26 +48,12 @@ export async function startApp(dir: string, options: { env?: Record<string, stri
     env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  let log = ''
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`app in ${dir} did not start:\n${log}`)), options.timeout ?? 30_000)
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString()
-      const match = /server listening on \{ url: '([^']+)'/.exec(log)
-      if (match) {
-        clearTimeout(timer)
-        resolve(match[1].replace('localhost', '127.0.0.1'))
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', onData)
-    child.on('exit', code => { clearTimeout(timer); reject(new Error(`app in ${dir} exited with ${code}:\n${log}`)) })
-  })
+  const { url, output } = await listening(child, dir, options.timeout ?? 30_000)
   const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
   return {
     url,
     child,
-    output: () => log,
+    output,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM')
       await exited
@@ -132,26 +141,12 @@ export function runCds(args: string[], cwd: string, timeout = 120_000, env: Reco
 export async function startInstalledApp(dir: string, options: { env?: Record<string, string>; timeout?: number } = {}): Promise<RunningApp> {
   const serve = path.join(dir, 'node_modules/@sap/cds/bin/serve.js')
   const child = spawn(process.execPath, [serve, '--port', '0'], { cwd: dir, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
   const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`app in ${dir} did not start:\n${log}`)), options.timeout ?? 60_000)
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString()
-      const match = /server listening on \{ url: '([^']+)'/.exec(log)
-      if (match) {
-        clearTimeout(timer)
-        resolve(match[1].replace('localhost', '127.0.0.1'))
-      }
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', onData)
-    child.on('exit', code => { clearTimeout(timer); reject(new Error(`app in ${dir} exited with ${code}:\n${log}`)) })
-  })
+  const { url, output } = await listening(child, dir, options.timeout ?? 60_000)
   return {
     url,
     child,
-    output: () => log,
+    output,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM')
       await exited

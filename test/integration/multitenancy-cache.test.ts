@@ -18,6 +18,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { invalidTenantId, MAX_TENANT_ID_LENGTH, storeFile, type EntityCacheSettings } from '../../lib/federation/cache/entity'
+import { userClient } from '../helpers/users'
 
 const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t2: 'u2', t3: 'u3' }
@@ -72,22 +73,7 @@ function shelf(tenant: string, query: (table: string) => string): unknown[] {
   return sql(cacheFile(tenant), query(name))
 }
 
-async function call(user: string, method: string, url: string, body?: object): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${app.url}${url}`, {
-    method,
-    headers: { authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  })
-  const text = await response.text()
-  let parsed: any = text
-  try { parsed = text ? JSON.parse(text) : undefined } catch { /* text */ }
-  return { status: response.status, body: parsed }
-}
-const get = async <T>(user: string, url: string): Promise<T> => {
-  const { status, body } = await call(user, 'GET', url)
-  if (status !== 200) throw new Error(`GET ${url} as ${user}: ${status} ${JSON.stringify(body)}`)
-  return (body.value ?? body) as T
-}
+const { call, get } = userClient(() => app.url)
 const title = async (user: string, entity: string) => (await get<{ title: string }>(user, `/odata/v4/mtx/${entity}(1)`)).title
 const pipeline = async (tenant: string) => (await get<Pipeline[]>(USER[tenant], '/pipeline/Pipelines')).find(p => p.name === 'mtx.Books')
 const runs = (tenant: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRuns?$filter=pipeline_name eq 'mtx.Books'&$orderby=startTime`)

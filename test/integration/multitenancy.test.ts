@@ -17,6 +17,7 @@ import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
+import { userClient } from '../helpers/users'
 
 const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2', t3: 'u3' }
@@ -47,22 +48,7 @@ const tasks = (tenant: string) => sql<{ task: string; msg: string; status: strin
 /** For polling: a tenant database that MTX is still (re)creating cannot be opened yet — not there yet, not an error. */
 const tasksSoFar = (tenant: string) => { try { return tasks(tenant) } catch { return [] } }
 
-async function call(user: string, method: string, url: string, body?: object): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${app.url}${url}`, {
-    method,
-    headers: { authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  })
-  const text = await response.text()
-  let parsed: any = text
-  try { parsed = text ? JSON.parse(text) : undefined } catch { /* text */ }
-  return { status: response.status, body: parsed }
-}
-const get = async <T>(user: string, url: string): Promise<T> => {
-  const { status, body } = await call(user, 'GET', url)
-  if (status !== 200) throw new Error(`GET ${url} as ${user}: ${status} ${JSON.stringify(body)}`)
-  return (body.value ?? body) as T
-}
+const { call, get } = userClient(() => app.url)
 const runs = (tenant: string, pipeline: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRuns?$filter=pipeline_name eq '${pipeline}'&$orderby=startTime`)
 const pipeline = async (tenant: string, name: string) => (await get<Pipeline[]>(USER[tenant], '/pipeline/Pipelines')).find(p => p.name === name)
 const lifecycle = async (action: 'subscribe' | 'upgrade' | 'unsubscribe', tenant: string) => {
