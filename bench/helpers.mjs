@@ -74,13 +74,13 @@ export function processCpuMs(pid) {
 }
 
 /**
- * Forks `file --worker` in the consumer fixture's folder with `options` in BENCH_OPTIONS;
+ * Forks `file --worker` in the consumer fixture's folder (or `cwd`) with `options` in BENCH_OPTIONS;
  * prints its `progress` messages and resolves with its `result` message.
  */
-export function runWorker(file, options) {
+export function runWorker(file, options, { cwd = CONSUMER_DIR } = {}) {
   return new Promise((resolve, reject) => {
     const child = fork(file, ['--worker'], {
-      cwd: CONSUMER_DIR,
+      cwd,
       execPath: process.execPath,
       execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
       env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },

@@ -16,13 +16,12 @@
  * Environment: BENCH_SWEEP_ROWS=10000,100000 (sizes), BENCH_SWEEP_PROTOCOLS=odata,hcql, BENCH_VERBOSE=1.
  * Results: bench/results/sweep.json.
  */
-import { fork } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { control, startProvider } from './helpers.mjs'
+import { control, runWorker as forkWorker, startProvider } from './helpers.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const APP = path.resolve(HERE, '../test/fixtures/deletes')
@@ -62,21 +61,7 @@ async function main() {
 }
 
 function runWorker(options) {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--worker'], {
-      cwd: APP,
-      execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'],
-      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
-      stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
-    })
-    child.stdout?.resume()
-    let result
-    child.on('message', message => {
-      if (message.type === 'progress') console.log(`  ${message.text}`)
-      if (message.type === 'result') result = message.result
-    })
-    child.on('exit', code => (result ? resolve(result) : reject(new Error(`sweep bench worker exited with ${code} and no result`))))
-  })
+  return forkWorker(fileURLToPath(import.meta.url), options, { cwd: APP })
 }
 
 async function worker() {
