@@ -11,10 +11,11 @@ import { EVENTS, LOGGER, QUEUE, SERVICE_NAME } from '../lib/constants.js'
 import {
   PipelineRegistry, type EnqueuedFanOut, type EnqueuedRun, type ExecuteOptions, type ExecuteResult, type FanOutRun, type InProcessExecuteOptions, type QueuedExecuteOptions, type StartedRun,
 } from '../lib/engine/registry.js'
-import { majorVersion, type QueueHost, type QueuedRunMessage, type ScheduleInput, type TickMessage } from '../lib/engine/schedule.js'
+import { majorVersion, type QueueHost, type QueuedRunMessage, type TickMessage } from '../lib/engine/schedule.js'
+import type { ScheduleInput } from '../lib/pipeline/types.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
-import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/engine/config.js'
+import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/pipeline/types.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type { RunOutcome } from '../lib/engine/run.js'
 import type { BaseSourceAdapter } from '../lib/adapters/source/base.js'

@@ -6,7 +6,7 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
-import { PipelineError } from '../lib/engine/errors.js'
+import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'

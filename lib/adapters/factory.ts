@@ -15,9 +15,13 @@ import { HcqlSourceAdapter } from './source/hcql.js'
 import { HcqlTargetAdapter } from './target/hcql.js'
 import { RestSourceAdapter } from './source/rest.js'
 import { DatabaseTargetAdapter } from './target/db.js'
-import { PipelineError } from '../engine/errors.js'
-import type { ResolvedPipeline } from '../engine/config.js'
+import { PipelineError } from '../pipeline/errors.js'
+import type { ResolvedPipeline } from '../pipeline/types.js'
 import type { SourceAdapterClass, TargetAdapterClass } from './types.js'
+
+/** A config's custom adapter class (described there by shape only) must extend the base class. */
+const isSourceAdapterClass = (custom: Function): custom is SourceAdapterClass => custom.prototype instanceof BaseSourceAdapter
+const isTargetAdapterClass = (custom: Function): custom is TargetAdapterClass => custom.prototype instanceof BaseTargetAdapter
 
 export type SourceKind = 'odata' | 'odata-v2' | 'hcql' | 'rest' | 'cqn' | 'custom'
 
@@ -51,7 +55,7 @@ export function sourceAdapterClass(pipeline: ResolvedPipeline): SourceAdapterCla
   const kind = sourceKindOf(pipeline)
   const custom = pipeline.config.source.adapter
   if (custom) {
-    if (!(custom.prototype instanceof BaseSourceAdapter)) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.adapter must extend BaseSourceAdapter', { target: 'source.adapter' })
+    if (!isSourceAdapterClass(custom)) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.adapter must extend BaseSourceAdapter', { target: 'source.adapter' })
     return custom
   }
   const adapter = SOURCES[kind]
@@ -62,7 +66,7 @@ export function sourceAdapterClass(pipeline: ResolvedPipeline): SourceAdapterCla
 export function targetAdapterClass(pipeline: ResolvedPipeline): TargetAdapterClass {
   const { target } = pipeline.config
   if (target.adapter) {
-    if (!(target.adapter.prototype instanceof BaseTargetAdapter)) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: target.adapter must extend BaseTargetAdapter', { target: 'target.adapter' })
+    if (!isTargetAdapterClass(target.adapter)) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: target.adapter must extend BaseTargetAdapter', { target: 'target.adapter' })
     return target.adapter
   }
   const kind: string | undefined = target.kind ?? requiredKind(target.service)

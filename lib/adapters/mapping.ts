@@ -4,7 +4,7 @@
  * and its column restriction; otherwise fields map by equal names.
  */
 import { dataElementNames, type CsnColumn, type CsnEntity } from '../model/csn.js'
-import type { DataRecord } from '../engine/config.js'
+import type { DataRecord } from '../pipeline/types.js'
 
 export interface FieldMapping {
   source: string

@@ -4,10 +4,10 @@
  * (JSON batch for V4), with per-request fallback when the remote has no `$batch`.
  */
 import cds from '@sap/cds'
-import { PipelineError } from '../engine/errors.js'
+import { PipelineError } from '../pipeline/errors.js'
 import { builtinType, findEntity, keyNames, type CsnEntity } from '../model/csn.js'
 import { odataLiteral, toODataFilter, type ODataVersion, type Predicate } from './predicate.js'
-import type { DataRecord } from '../engine/config.js'
+import type { DataRecord } from '../pipeline/types.js'
 
 export interface SendingService {
   name: string

@@ -3,7 +3,7 @@
  * for databases and in-process services and to `$filter` for OData. Values are always
  * bound as literals of the element's type, never spliced as text.
  */
-import type { DataRecord } from '../engine/config.js'
+import type { DataRecord } from '../pipeline/types.js'
 
 export const COMPARISONS = ['eq', 'ne', 'gt', 'ge', 'lt', 'le'] as const
 export type Comparison = (typeof COMPARISONS)[number]

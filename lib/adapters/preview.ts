@@ -1,7 +1,7 @@
 /** The data inspector's page of a modeled entity, read through any CQN runner (database, in-process or HCQL service). */
 import { toCqn } from './predicate.js'
 import { ql, type QueryRunner } from '../model/ql.js'
-import type { DataRecord } from '../engine/config.js'
+import type { DataRecord } from '../pipeline/types.js'
 import type { PreviewRequest, PreviewResult } from './types.js'
 
 /** One page in key order, filters pushed down; one row more than asked tells whether there are more. */

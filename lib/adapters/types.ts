@@ -1,5 +1,5 @@
 /** Contracts between the engine and its adapters. */
-import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../engine/config.js'
+import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
 import type { BaseSourceAdapter } from './source/base.js'
 import type { BaseTargetAdapter } from './target/base.js'
 

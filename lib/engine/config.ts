@@ -3,146 +3,13 @@
  * behaviour from that shape, validation with errors naming the offending key, and the
  * serialisation written to the tracker.
  */
-import {
-  DEFAULTS, DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES,
-  type DeltaMode, type ReplicationMode, type TransactionScope,
-} from '../constants.js'
-import { invalidConfig } from './errors.js'
-import { resolveOnError, type OnErrorConfig, type ResolvedOnError } from './validate.js'
+import { DEFAULTS, DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES, type ReplicationMode } from '../constants.js'
+import { invalidConfig } from '../pipeline/errors.js'
+import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../pipeline/types.js'
+import { resolveOnError } from './validate.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
-import { parseDuration, parseSchedule, type ScheduleSpec, type ScheduleInput } from './schedule.js'
-import type { SourceAdapterClass, TargetAdapterClass } from '../adapters/types.js'
-import type { RestConfig } from '../adapters/source/rest.js'
-
-/** A record as read from a source or written to a target. */
-export type DataRecord = Record<string, unknown>
-
-/** A CQN-style predicate object, e.g. `{ year: 2026 }` or `{ day: { '>=': '2026-01-01' } }`. */
-export type SlicePredicate = Record<string, unknown>
-
-export interface QueryContext {
-  /** The run mode being executed. */
-  mode: string
-  /** For `partial-refresh`: the slice being rebuilt; the query may narrow itself to it. */
-  slice?: SlicePredicate
-}
-
-/** Returns the CQN SELECT of a query-shape pipeline. */
-export type QueryFactory = (context: QueryContext) => object
-
-export interface SourceConfig {
-  /** Name of the source service binding (`cds.requires.<service>`); `db` for the local database. */
-  service?: string
-  /** Entity-shape source: the entity (or REST collection) read in batches. */
-  entity?: string
-  /** Query-shape source: returns a CQN SELECT producing the rows of a derived snapshot. */
-  query?: QueryFactory
-  /** Explicit adapter routing: `odata`, `odata-v2`, `rest`, `cqn`, or a registered kind. */
-  kind?: string
-  /** Custom adapter class extending `BaseSourceAdapter`. */
-  adapter?: SourceAdapterClass
-  /** Multi-source fan-in label stamped into the target's `source` key column. */
-  origin?: string
-  /** Records per batch (default 1000). */
-  batchSize?: number
-}
-
-export interface TargetConfig {
-  /** `db` or unset: the database target. */
-  service?: string
-  entity?: string
-  kind?: 'odata' | 'odata-v2' | 'hcql'
-  adapter?: TargetAdapterClass
-}
-
-export interface DeltaConfig {
-  mode?: DeltaMode
-  /** Field carrying the modification watermark (timestamp mode) or the ascending key (key mode). */
-  field?: string
-  /** `datetime-fields` mode: the date part (Edm.Date / `cds.Date`). */
-  dateField?: string
-  /** `datetime-fields` mode: the time part (Edm.TimeOfDay / `cds.Time`), interpreted as UTC. */
-  timeField?: string
-  /** Soft-delete field of the source: a row read with it set (true, or any non-null value such as a deletion timestamp) is a delete. */
-  deletedField?: string
-  /** What a soft-deleted row does to the replica: `delete` (default) removes it, `flag` keeps it with the field set. */
-  deletedAction?: 'delete' | 'flag'
-}
-
-/** Key reconciliation (README "Deletes in delta mode"): local rows whose key is gone at the source are deleted. */
-export interface DeletesConfig {
-  /** When a delta run sweeps: every run, every n-th run (`{ every: 10 }`), or at most once per interval (`{ every: '6h' }`). */
-  sweep: 'always' | { every: number | string }
-  /** Largest share of the replica's rows one sweep may delete (default 0.5); more fails the run, naming this setting. */
-  maxShare?: number
-  /** `true` lets a sweep delete more than `maxShare` (e.g. once, after a known mass deletion at the source). */
-  force?: boolean
-}
-
-export interface ResolvedDeletes {
-  sweep: { always: true } | { runs: number } | { interval: number }
-  maxShare: number
-  force: boolean
-}
-
-export interface RetryConfig {
-  /** Retries after the first attempt; 0 disables retry. Default 3. */
-  maxRetries?: number
-  /** First backoff in ms (doubles each attempt, full jitter). Default 500. */
-  baseDelay?: number
-  maxDelay?: number
-}
-
-export interface RefreshConfig {
-  /** `partial-refresh`: the target rows matching this predicate are deleted and rebuilt in one transaction. */
-  slice?: SlicePredicate | (() => SlicePredicate)
-}
-
-export interface PipelineConfig {
-  name: string
-  description?: string
-  source: SourceConfig
-  target: TargetConfig
-  mode?: ReplicationMode
-  delta?: DeltaConfig
-  /** REST source settings (SPEC "REST source adapter"): path, pagination, deltaParam, dataPath. */
-  rest?: RestConfig
-  schedule?: ScheduleInput
-  enabled?: boolean
-  retry?: RetryConfig
-  /** Transaction scope: unset = per batch for delta, one transaction for full/partial refreshes; `run` or `batch` force one for every mode. */
-  transaction?: TransactionScope
-  refresh?: RefreshConfig
-  /** Deletes in delta mode by key reconciliation (a soft-delete field is `delta.deletedField`). */
-  deletes?: DeletesConfig
-  /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
-  leaseDuration?: number
-  /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
-  schemaDrift?: SchemaDriftInput
-  /** Poison records: `fail` (default) fails the run; `skip` sets failing records aside in PipelineRejects (README "Rejected records"). */
-  onError?: OnErrorConfig
-}
-
-/** What the engine derives from a config: the shape and effective settings. */
-export interface ResolvedPipeline {
-  name: string
-  config: PipelineConfig
-  shape: 'entity' | 'query'
-  mode: ReplicationMode
-  delta?: Required<Pick<DeltaConfig, 'mode'>> & DeltaConfig
-  batchSize: number
-  schedule?: ScheduleSpec
-  enabled: boolean
-  /** Transaction scope of runs in the pipeline's own mode. */
-  transaction: TransactionScope
-  retry: Required<RetryConfig>
-  leaseDuration: number
-  /** The pipeline's own `schemaDrift` setting; unset: the app's default (`cds.requires['data-pipeline'].schemaDrift`). */
-  schemaDrift?: SchemaDriftSetting
-  onError: ResolvedOnError
-  deletes?: ResolvedDeletes
-}
+import { parseDuration, parseSchedule } from './schedule.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
@@ -335,16 +202,7 @@ export function stableStringify(value: unknown): string {
   return JSON.stringify(value) ?? 'null'
 }
 
-/** What a run does when the source's live schema differs from what the pipeline maps (README "Schema drift"). */
-export type SchemaDriftPolicy = 'warn' | 'fail' | 'ignore'
 export const SCHEMA_DRIFT_POLICIES: readonly SchemaDriftPolicy[] = ['warn', 'fail', 'ignore']
-export type SchemaDriftInput = SchemaDriftPolicy | { policy?: SchemaDriftPolicy; maxAge?: number | string }
-
-export interface SchemaDriftSetting {
-  policy: SchemaDriftPolicy
-  /** How old (ms) a cached `$metadata`/`$csn` document may be; unset: the default (1 h). 0: fetched by every run. */
-  maxAge?: number
-}
 
 /** `schemaDrift` (or the app-wide default): checked, errors name the key. */
 export function resolveSchemaDrift(value: unknown, key: string): SchemaDriftSetting {

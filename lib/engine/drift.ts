@@ -21,8 +21,9 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../constants.js'
-import { PipelineError } from './errors.js'
-import { resolveSchemaDrift, type DataRecord, type ResolvedPipeline, type SchemaDriftSetting } from './config.js'
+import { PipelineError } from '../pipeline/errors.js'
+import { resolveSchemaDrift } from './config.js'
+import type { DataRecord, ResolvedPipeline, SchemaDriftSetting } from '../pipeline/types.js'
 import { watermarkFields } from './watermark.js'
 import { connect, ql } from '../model/ql.js'
 import { keyNames } from '../model/csn.js'

@@ -4,13 +4,15 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, RUN_MODES, SCHEDULE_ENGINES, type RunMode, type ScheduleEngine } from '../constants.js'
-import { PipelineError, invalidConfig } from './errors.js'
-import { configFingerprint, resolvePipeline, serializable, type PipelineConfig, type ResolvedPipeline } from './config.js'
+import { PipelineError, invalidConfig } from '../pipeline/errors.js'
+import { configFingerprint, resolvePipeline, serializable } from './config.js'
+import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { applyOverrides, parseStoredOverrides, type Overrides } from './overrides.js'
 import {
   QueuedSchedules, SpawnTimer, sameSchedule, scheduleLabel, scheduleLiveChangeSupported, parseSchedule,
-  type QueueHost, type QueuedRunMessage, type ScheduleInput, type ScheduleSpec, type TickMessage,
+  type QueueHost, type QueuedRunMessage, type TickMessage,
 } from './schedule.js'
+import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
 import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow, type RegistrationRow } from './tracker.js'
 import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'

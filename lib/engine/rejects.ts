@@ -22,13 +22,14 @@
  */
 import cds from '@sap/cds'
 import { EVENTS, LOGGER, TRACKER_NAMESPACE } from '../constants.js'
-import { PipelineError } from './errors.js'
-import { RecordValidator, type ResolvedOnError } from './validate.js'
+import { PipelineError } from '../pipeline/errors.js'
+import { RecordValidator } from './validate.js'
+import type { ResolvedOnError } from '../pipeline/types.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { sourceNameOf, type FieldMapping } from '../adapters/mapping.js'
 import { keyNames } from '../model/csn.js'
 import { connect, ql, type QueryRunner } from '../model/ql.js'
-import type { DataRecord, ResolvedPipeline } from './config.js'
+import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { WriteStatistics } from '../adapters/types.js'
 

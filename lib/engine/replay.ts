@@ -7,7 +7,7 @@
  * reject `superseded`). The watermark and a pending checkpoint stay as they are.
  */
 import cds from '@sap/cds'
-import { PipelineError } from './errors.js'
+import { PipelineError } from '../pipeline/errors.js'
 import { assertConnectionAvailable, type Tracker } from './tracker.js'
 import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 

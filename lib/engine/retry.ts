@@ -2,7 +2,7 @@
  * Retry with exponential backoff and full jitter. 4xx responses are final except
  * 408 and 429; a 429's `Retry-After` header is honoured.
  */
-import type { RetryConfig } from './config.js'
+import type { RetryConfig } from '../pipeline/types.js'
 
 /** The value at a property path of an unknown value (`at(e, 'reason', 'response', 'status')`). */
 function at(value: unknown, ...path: string[]): unknown {

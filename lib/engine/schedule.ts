@@ -4,24 +4,12 @@
  * persistent task queue (one named task per pipeline in `cds.outbox.Messages`).
  */
 import cds from '@sap/cds'
-import { DEFAULTS, LOGGER, QUEUE, SCHEDULE_ENGINES, type ScheduleEngine } from '../constants.js'
-import { PipelineError, invalidConfig } from './errors.js'
+import { DEFAULTS, LOGGER, QUEUE, SCHEDULE_ENGINES } from '../constants.js'
+import { PipelineError, invalidConfig } from '../pipeline/errors.js'
 import { ql } from '../model/ql.js'
+import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
 
 const LOG = cds.log(LOGGER.schedule)
-
-export type ScheduleInput = number | string | { every?: number | string; engine?: ScheduleEngine; cron?: string }
-
-/**
- * A parsed schedule: exactly one of `every` (ms) and `cron` (5 fields, `queued` only).
- */
-export interface ScheduleSpec {
-  /** Interval in ms (absent for cron schedules). */
-  every?: number
-  engine: ScheduleEngine
-  /** 5-field cron expression (minute hour day-of-month month day-of-week), normalised spacing. */
-  cron?: string
-}
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }
 

@@ -10,10 +10,10 @@
  * Keys are translated to target names by the pipeline's field mapping (the target projection's
  * renames), not by `PIPELINE.MAP` handlers, which never see soft-deleted rows.
  */
-import { PipelineError } from './errors.js'
+import { PipelineError } from '../pipeline/errors.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { keyNames } from '../model/csn.js'
-import type { DataRecord } from './config.js'
+import type { DataRecord } from '../pipeline/types.js'
 import type { PreparedPipeline } from './run.js'
 import type { WriteContext } from '../adapters/types.js'
 

@@ -25,12 +25,12 @@
  * deleted rows count in the run's `deleted` statistics.
  */
 import cds from '@sap/cds'
-import { PipelineError } from './errors.js'
+import { PipelineError } from '../pipeline/errors.js'
 import { LOGGER, PIPELINES_ENTITY } from '../constants.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { builtinType, keyNames, type CsnEntity } from '../model/csn.js'
 import { ql, type QueryRunner } from '../model/ql.js'
-import type { DataRecord } from './config.js'
+import type { DataRecord } from '../pipeline/types.js'
 import type { PreparedPipeline } from './run.js'
 import type { WriteContext } from '../adapters/types.js'
 

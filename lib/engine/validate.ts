@@ -8,22 +8,9 @@
  * every database instead of failing (or silently passing) the write.
  */
 import cds from '@sap/cds'
-import { invalidConfig } from './errors.js'
+import { invalidConfig } from '../pipeline/errors.js'
 import { currentModel, type CsnElement, type CsnEntity } from '../model/csn.js'
-
-/** `onError` as configured: a mode, or `{ mode, maxSkipped }`. */
-export type OnErrorConfig = 'fail' | 'skip' | { mode?: 'fail' | 'skip'; maxSkipped?: number | string }
-
-/** The resolved `onError`: `fail`, or `skip` with an optional limit per run. */
-export interface ResolvedOnError {
-  mode: 'fail' | 'skip'
-  /** Largest number of records one run may skip; exceeded → the run fails. */
-  maxCount?: number
-  /** Largest share (0 < share < 1) of the records read by a run that it may skip. */
-  maxShare?: number
-  /** The limit as configured, for messages. */
-  label?: string
-}
+import type { ResolvedOnError } from '../pipeline/types.js'
 
 const PERCENT = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/
 

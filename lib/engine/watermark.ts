@@ -5,7 +5,7 @@
  * compares inclusively (`ge`), so rows sharing the last value — or written later with that
  * same value — are read again rather than lost. Re-reads are harmless: writes are upserts.
  */
-import type { DataRecord, ResolvedPipeline } from './config.js'
+import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { TrackerState } from '../adapters/types.js'
 import type { Predicate } from '../adapters/predicate.js'
 

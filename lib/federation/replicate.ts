@@ -12,9 +12,10 @@
  */
 import cds from '@sap/cds'
 import { ANNOTATIONS, FEDERATED_DEFAULTS, LOGGER, REPLICATE_KEYS, SERVICE_NAME } from '../constants.js'
-import { PipelineError } from '../engine/errors.js'
-import { configFingerprint, isPlainObject, type DeltaConfig, type PipelineConfig } from '../engine/config.js'
-import type { ScheduleInput } from '../engine/schedule.js'
+import { PipelineError } from '../pipeline/errors.js'
+import { configFingerprint, isPlainObject } from '../engine/config.js'
+import type { DeltaConfig, PipelineConfig } from '../pipeline/types.js'
+import type { ScheduleInput } from '../pipeline/types.js'
 import type { RunOutcome } from '../engine/run.js'
 import { annotationValue, classify, projectionSource, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'

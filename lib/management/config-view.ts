@@ -3,7 +3,8 @@
  * and the console.
  */
 import { DEFAULTS, MULTITENANCY } from '../constants.js'
-import { serializable, type PipelineConfig, type ResolvedPipeline } from '../engine/config.js'
+import { serializable } from '../engine/config.js'
+import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
 import { scheduleLabel } from '../engine/schedule.js'
 

@@ -4,13 +4,13 @@
  * the adapters (CQN values / typed OData literals), never spliced into query text.
  */
 import cds from '@sap/cds'
-import { PipelineError } from '../engine/errors.js'
+import { PipelineError } from '../pipeline/errors.js'
 import { COMPARISONS, and, type Operator, type Predicate } from '../adapters/predicate.js'
 import { builtinType, dataElementNames, keyNames, type CsnEntity } from '../model/csn.js'
 import { sourceKindOf } from '../adapters/factory.js'
 import { LOGGER } from '../constants.js'
 import type { PreparedPipeline } from '../engine/run.js'
-import type { DataRecord } from '../engine/config.js'
+import type { DataRecord } from '../pipeline/types.js'
 
 const LOG = cds.log(LOGGER.engine)
 

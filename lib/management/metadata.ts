@@ -6,7 +6,7 @@
 import { EVENTS } from '../constants.js'
 import { sourceKindOf } from '../adapters/factory.js'
 import { deviations } from './config-view.js'
-import type { ResolvedPipeline } from '../engine/config.js'
+import type { ResolvedPipeline } from '../pipeline/types.js'
 import type { Overrides } from '../engine/overrides.js'
 import { latestDrift, type SchemaDriftReport } from '../engine/drift.js'
 

@@ -2,8 +2,9 @@
  * Registration validation: `resolvePipeline` rejects incoherent configs with one
  * INVALID_CONFIG error naming the offending key, and infers shape and defaults.
  */
-import { resolvePipeline, serializable, configFingerprint, type PipelineConfig } from '../../lib/engine/config'
-import { PipelineError } from '../../lib/engine/errors'
+import { resolvePipeline, serializable, configFingerprint } from '../../lib/engine/config'
+import type { PipelineConfig } from '../../lib/pipeline/types'
+import { PipelineError } from '../../lib/pipeline/errors'
 
 const base = (): PipelineConfig => ({ name: 'p', source: { entity: 'consumer.LocalBooks' }, target: { entity: 'consumer.LocalCopies' } })
 const query = () => ({ SELECT: {} })

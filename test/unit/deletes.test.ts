@@ -2,7 +2,8 @@
  * Deletes in delta mode, the pure parts: `deletes`/`delta.deletedField` validation (errors name
  * the key), the soft-delete value rule and the key order the sweep merges in.
  */
-import { resolvePipeline, type PipelineConfig } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config'
+import type { PipelineConfig } from '../../lib/pipeline/types'
 import { isDeletedValue } from '../../lib/engine/soft-delete'
 import { comparator } from '../../lib/engine/sweep'
 

@@ -3,7 +3,8 @@
  * over the coded config without touching it, and validated like the coded config (errors name the key).
  */
 import { applyOverrides, flattenOverrides } from '../../lib/engine/overrides'
-import { resolvePipeline, type PipelineConfig } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config'
+import type { PipelineConfig } from '../../lib/pipeline/types'
 
 const coded: PipelineConfig = {
   name: 'p', source: { service: 'S', entity: 'Items' }, target: { entity: 'my.Items' },

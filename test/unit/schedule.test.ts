@@ -6,7 +6,7 @@
 import {
   majorVersion, nextCronTime, parseCron, parseDuration, parseSchedule, queuedTaskName, scheduleLabel, scheduleLiveChangeSupported, SpawnTimer,
 } from '../../lib/engine/schedule'
-import { PipelineError } from '../../lib/engine/errors'
+import { PipelineError } from '../../lib/pipeline/errors'
 
 function thrown(fn: () => unknown): PipelineError {
   try {

@@ -3,7 +3,8 @@
  * segments) and what is stored afterwards (the highest value read, never backwards).
  */
 import { deltaPlan, readSegments, splitUtc, watermarkFields, WatermarkTracker, type DeltaPlan } from '../../lib/engine/watermark'
-import { resolvePipeline, type PipelineConfig } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config'
+import type { PipelineConfig } from '../../lib/pipeline/types'
 import type { TrackerState } from '../../lib/adapters/types'
 
 const pipeline = (extra: Partial<PipelineConfig> = {}) =>

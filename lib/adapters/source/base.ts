@@ -1,10 +1,10 @@
-import type { DataRecord, ResolvedPipeline } from '../../engine/config.js'
+import type { DataRecord, ResolvedPipeline } from '../../pipeline/types.js'
 import type { CsnEntity } from '../../model/csn.js'
 import type { LiveShape } from './live-shape.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 
 /**
  * Base of every source adapter. Subclasses yield the source's records in batches,

@@ -9,11 +9,11 @@ import { fromSlice, matches, toCqn } from '../predicate.js'
 import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { withRetry } from '../../engine/retry.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { shapeOfEntity, type LiveShape } from './live-shape.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
 export class CqnSourceAdapter extends BaseSourceAdapter {

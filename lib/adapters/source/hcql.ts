@@ -21,7 +21,7 @@ import { LOGGER } from '../../constants.js'
 import { ql, type QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
 import { cachedDocument, documentKey, entityOfCsn, forgetLiveDocument, type LiveShape } from './live-shape.js'
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord } from '../../pipeline/types.js'
 
 const LOG = cds.log(LOGGER.hcql)
 

@@ -15,7 +15,7 @@
 import { ODataSourceAdapter } from './odata.js'
 import { builtinType, type CsnElement } from '../../model/csn.js'
 import type { ODataVersion } from '../predicate.js'
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord } from '../../pipeline/types.js'
 
 export class ODataV2SourceAdapter extends ODataSourceAdapter {
   protected override version: ODataVersion = 'v2'

@@ -12,10 +12,10 @@ import { odataQueryPath } from '../odata-client.js'
 import { withRetry } from '../../engine/retry.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../../engine/watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
 const LOG = cds.log(LOGGER.odata)

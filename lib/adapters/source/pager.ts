@@ -3,7 +3,7 @@
  * (`after the last row`) instead of deep `$skip`, server-driven paging when the server
  * offers a next link, and an end detected by an empty page or by the first page's count.
  */
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord } from '../../pipeline/types.js'
 import type { ReadSegment } from '../../engine/watermark.js'
 import { after, and, type Predicate } from '../predicate.js'
 

@@ -3,8 +3,8 @@
  * so `resolvePipeline` can call it from anywhere. Every error names the offending key and
  * never echoes a value (a misplaced header could be a secret).
  */
-import { invalidConfig } from '../../engine/errors.js'
-import type { PipelineConfig } from '../../engine/config.js'
+import { invalidConfig } from '../../pipeline/errors.js'
+import type { PipelineConfig } from '../../pipeline/types.js'
 
 export const REST_PAGINATION_TYPES = ['offset', 'page', 'cursor'] as const
 

@@ -27,38 +27,14 @@ import cds from '@sap/cds'
 import { STATUS_CODES } from 'node:http'
 import { BaseSourceAdapter } from './base.js'
 import { withRetry } from '../../engine/retry.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
 import { LOGGER } from '../../constants.js'
-import type { DataRecord } from '../../engine/config.js'
+import type { DataRecord, RestConfig } from '../../pipeline/types.js'
 import type { TrackerState } from '../types.js'
 import { shapeOfRecords, type LiveShape } from './live-shape.js'
 
 const LOG = cds.log(LOGGER.rest)
-
-export type RestPaginationType = 'offset' | 'page' | 'cursor'
-
-/** The `rest` block of a pipeline config (validated at registration). */
-export interface RestConfig {
-  /** Endpoint path, relative to the binding's URL. */
-  path: string
-  pagination: {
-    type: RestPaginationType
-    pageSize: number
-    /** cursor: query parameter carrying the cursor. */
-    cursorParam?: string
-    /** cursor: dotted path of the next cursor in the response body. */
-    cursorPath?: string
-  }
-  /** Query parameter carrying `lastSync` (ISO) after the first successful sync. */
-  deltaParam?: string
-  /** Dotted path of the record array in the response; omitted: the body is the array. */
-  dataPath?: string
-  /** Request timeout in ms (default 60 s). */
-  timeout?: number
-  /** Key listing for deletes sweeps: all keys in ascending order, paged like the collection unless `pagination` is given. */
-  keys?: { path: string; dataPath?: string; pagination?: RestConfig['pagination'] }
-}
 
 /** What a `cds.requires.<service>` entry of a REST source may hold. */
 interface RestBinding {

@@ -1,5 +1,5 @@
 import { and, fromSlice, toCqn, type Predicate } from '../predicate.js'
-import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../engine/config.js'
+import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../../pipeline/types.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 import type { CsnEntity } from '../../model/csn.js'
 

@@ -6,10 +6,10 @@
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { previewPage } from '../preview.js'
 import { after, and, toCqn, type Predicate } from '../predicate.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
-import type { DataRecord, SlicePredicate } from '../../engine/config.js'
+import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
 export { ORIGIN_COLUMN }

@@ -13,10 +13,10 @@ import { previewPage } from '../preview.js'
 import { and, toCqn, type Predicate } from '../predicate.js'
 import { useHcqlService } from '../source/hcql.js'
 import { withRetry } from '../../engine/retry.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { ql, type QueryRunner } from '../../model/ql.js'
-import type { DataRecord, SlicePredicate } from '../../engine/config.js'
+import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
 /** Keys per existence lookup: bounded request bodies and `in` lists. */

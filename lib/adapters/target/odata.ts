@@ -8,10 +8,10 @@ import { BaseTargetAdapter, ownedRows, uniqueByKey } from './base.js'
 import { ODataClient, type ChangeRequest } from '../odata-client.js'
 import { and, type Predicate } from '../predicate.js'
 import { withRetry } from '../../engine/retry.js'
-import { PipelineError } from '../../engine/errors.js'
+import { PipelineError } from '../../pipeline/errors.js'
 import { dataElementNames, type CsnEntity } from '../../model/csn.js'
 import { requiredKind } from '../kinds.js'
-import type { DataRecord, SlicePredicate } from '../../engine/config.js'
+import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
 /** Keys per existence lookup and per delete page: bounded URLs and change sets. */

@@ -1,6 +1,7 @@
 /**
- * The one error class of the engine. `code` is stable for programs, `status` is the HTTP
- * status the management API answers with, `target` names the offending config key or parameter.
+ * The one error class of the plugin (engine, adapters, management API). `code` is stable for
+ * programs, `status` is the HTTP status the management API answers with, `target` names the
+ * offending config key or parameter.
  */
 export type PipelineErrorCode =
   | 'INVALID_CONFIG'
