@@ -10,7 +10,7 @@ export type { ExecuteOptions, ExecuteResult, StartedRun, EnqueuedRun, FanOutRun,
 export type { ScheduleInput, ScheduleSpec } from './pipeline/types.js'
 export type { RunOutcome } from './engine/run.js'
 export type { PipelineRow } from './engine/tracker.js'
-export type { DeltaPlan } from './engine/watermark.js'
+export type { DeltaPlan } from './adapters/watermark.js'
 export type { RestConfig } from './pipeline/types.js'
 export { EVENTS, SERVICE_NAME, RUN_MODES, RUN_TRIGGERS, REPLICATION_MODES, DELTA_MODES, SCHEDULE_ENGINES, QUEUE } from './constants.js'
 export { queuedTaskName } from './engine/schedule.js'

@@ -3,7 +3,7 @@ import type { CsnEntity } from '../../model/csn.js'
 import type { LiveShape } from './live-shape.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
-import { deltaPlan, type DeltaPlan } from '../../engine/watermark.js'
+import { deltaPlan, type DeltaPlan } from '../watermark.js'
 import { PipelineError } from '../../pipeline/errors.js'
 
 /**

@@ -4,7 +4,7 @@
  * offers a next link, and an end detected by an empty page or by the first page's count.
  */
 import type { DataRecord } from '../../pipeline/types.js'
-import type { ReadSegment } from '../../engine/watermark.js'
+import type { ReadSegment } from '../watermark.js'
 import { after, and, type Predicate } from '../predicate.js'
 
 export interface PageRequest {

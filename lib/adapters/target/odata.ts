@@ -7,7 +7,7 @@
 import { BaseTargetAdapter, ownedRows, uniqueByKey } from './base.js'
 import { ODataClient, type ChangeRequest } from '../odata-client.js'
 import { and, type Predicate } from '../predicate.js'
-import { withRetry } from '../../engine/retry.js'
+import { withRetry } from '../retry.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { dataElementNames, type CsnEntity } from '../../model/csn.js'
 import { requiredKind } from '../kinds.js'

@@ -6,8 +6,8 @@
  * same value — are read again rather than lost. Re-reads are harmless: writes are upserts.
  */
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
-import type { TrackerState } from '../adapters/types.js'
-import type { Predicate } from '../adapters/predicate.js'
+import type { TrackerState } from './types.js'
+import type { Predicate } from './predicate.js'
 
 export interface ReadSegment {
   filter?: Predicate
