@@ -19,7 +19,8 @@ import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
 import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
-import { contextTenant, tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
+import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
+import { contextTenant } from '../lib/engine/tenancy.js'
 
 const LOG = cds.log(LOGGER.engine)
 

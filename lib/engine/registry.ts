@@ -21,10 +21,8 @@ import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
 import { CqnSourceAdapter } from '../adapters/source/cqn.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
-import { TenantFanOut } from '../tenancy/fanout.js'
-import { contextTenant, tenancySettings, tenantOverrides } from '../tenancy/settings.js'
-import { subscribedTenants } from '../tenancy/tenants.js'
-import { inTenant } from '../tenancy/context.js'
+import { TenantFanOut } from './fanout.js'
+import { contextTenant, tenancy } from './tenancy.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -141,7 +139,7 @@ export class PipelineRegistry {
   private readonly queue: QueuedSchedules
   private hostVersion: () => string
   /** Bounded parallelism of tenant runs (`multitenancy.parallel`). */
-  readonly fanOut = new TenantFanOut(() => tenancySettings().parallel)
+  readonly fanOut = new TenantFanOut(() => tenancy().settings().parallel)
   /** `<tenant>\0<pipeline>`: tracker rows known to exist in that tenant's database. */
   private readonly registeredIn = new Set<string>()
 
@@ -207,7 +205,7 @@ export class PipelineRegistry {
       origin: config.source.origin ?? null,
     }
     // multitenancy: the tracker rows live in each tenant's database, written there on first use
-    if (!tenancySettings().active || contextTenant()) try {
+    if (!tenancy().settings().active || contextTenant()) try {
       row = await this.tracker.register(registration, coded.enabled)
     } catch (error) {
       if ((error as PipelineError).code !== 'TRACKER_MISSING') throw error
@@ -320,7 +318,7 @@ export class PipelineRegistry {
 
   private holder(name: string, tenant: string | undefined): { effective: ResolvedPipeline; prepared?: Promise<PreparedPipeline> } {
     const entry = this.entry(name)
-    const own = tenantOverrides(tenant, name)
+    const own = tenancy().overrides(tenant, name)
     if (!own || !tenant) return entry
     let holder = entry.tenants?.get(tenant)
     if (!holder) {
@@ -369,7 +367,7 @@ export class PipelineRegistry {
   async execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   async execute(name: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     this.get(name)
-    if (options.tenant === undefined && tenancySettings().fanOutScheduledRuns && !contextTenant()) return this.executeForAll(name, options)
+    if (options.tenant === undefined && tenancy().settings().fanOutScheduledRuns && !contextTenant()) return this.executeForAll(name, options)
     const pipeline = this.effectiveFor(name, options.tenant || contextTenant())
     const mode = options.mode ?? pipeline.mode
     if (!(RUN_MODES as readonly string[]).includes(mode))
@@ -400,7 +398,7 @@ export class PipelineRegistry {
    */
   private async launch(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, afterTransaction = false): Promise<StartedRun> {
     const tenant = request.tenant ?? contextTenant()
-    if (tenant && tenancySettings().active) await this.ensureInTenant(name, tenant)
+    if (tenant && tenancy().settings().active) await this.ensureInTenant(name, tenant)
     const prepared = await this.prepare(name, tenant)
     const run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
     await detached(() => run.begin(), request.tenant)
@@ -468,7 +466,7 @@ export class PipelineRegistry {
     const schedule = entry.effective.schedule
     entry.timer?.stop()
     entry.timer = undefined
-    if (tenancySettings().fanOutScheduledRuns) return this.applyTenantSchedules(name, entry, first)
+    if (tenancy().settings().fanOutScheduledRuns) return this.applyTenantSchedules(name, entry, first)
     if (schedule?.engine === 'queued') {
       await this.queue.install(name, schedule)
       entry.installed = schedule
@@ -500,7 +498,7 @@ export class PipelineRegistry {
     entry.tenantTimers = undefined
     let tenants: string[]
     try {
-      tenants = await subscribedTenants()
+      tenants = await tenancy().subscribedTenants()
     } catch (error) {
       // the tenants get their schedules when they subscribe (or at the next start)
       LOG.error(`pipeline '${name}': the subscribed tenants could not be read, their schedules are not started: ${(error as Error).message}`)
@@ -513,7 +511,7 @@ export class PipelineRegistry {
   private async applyTenantSchedule(name: string, entry: Registered, tenant: string): Promise<void> {
     entry.tenantTimers?.get(tenant)?.stop()
     entry.tenantTimers?.delete(tenant)
-    const own = tenantOverrides(tenant, name)
+    const own = tenancy().overrides(tenant, name)
     const schedule = this.effectiveFor(name, tenant).schedule
     if (schedule?.engine === 'queued') {
       await this.queue.install(name, schedule, tenant)
@@ -528,19 +526,19 @@ export class PipelineRegistry {
   private async fanOutTick(name: string): Promise<void> {
     let tenants: string[]
     try {
-      tenants = (await subscribedTenants()).filter(tenant => !('schedule' in (tenantOverrides(tenant, name) ?? {})))
+      tenants = (await tenancy().subscribedTenants()).filter(tenant => !('schedule' in (tenancy().overrides(tenant, name) ?? {})))
     } catch (error) {
       LOG.warn(`pipeline '${name}': scheduled tick could not read the subscribed tenants: ${(error as Error).message}`)
       return
     }
     // not awaited: a slow tenant must not delay the next tick of the others (its own is skipped while it runs)
-    void this.fanOut.run(name, tenants, tenant => inTenant(tenant, () => this.startScheduled(name, false, tenant)).then(started => started?.done.catch(() => undefined)))
+    void this.fanOut.run(name, tenants, tenant => tenancy().inTenant(tenant, () => this.startScheduled(name, false, tenant)).then(started => started?.done.catch(() => undefined)))
   }
 
   /** A tick of a tenant's own spawn schedule. */
   private async tenantTick(name: string, tenant: string): Promise<void> {
-    if (!(await subscribedTenants().catch(() => [] as string[])).includes(tenant)) return
-    void this.fanOut.run(name, [tenant], each => inTenant(each, () => this.startScheduled(name, false, each)).then(started => started?.done.catch(() => undefined)))
+    if (!(await tenancy().subscribedTenants().catch(() => [] as string[])).includes(tenant)) return
+    void this.fanOut.run(name, [tenant], each => tenancy().inTenant(each, () => this.startScheduled(name, false, each)).then(started => started?.done.catch(() => undefined)))
   }
 
   /**
@@ -549,7 +547,7 @@ export class PipelineRegistry {
    * summed statistics and each tenant's outcome, or rejects naming the tenants whose run failed.
    */
   private async executeForAll(name: string, options: ExecuteOptions): Promise<FanOutRun | EnqueuedFanOut> {
-    const tenants = await subscribedTenants()
+    const tenants = await tenancy().subscribedTenants()
     if (options.async && options.engine === 'queued') {
       for (const tenant of tenants) await this.execute(name, { ...options, tenant })
       return { name, tenants }
@@ -587,7 +585,7 @@ export class PipelineRegistry {
     const registration = this.entry(name).registration
     if (!registration) return
     const effective = this.effectiveFor(name, tenant)
-    await inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
+    await tenancy().inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
     this.registeredIn.add(key)
   }
 
@@ -598,7 +596,7 @@ export class PipelineRegistry {
 
   /** Starts the tenant's schedules (fan-out): after a subscription, or an upgrade that recreated its database. */
   async installTenantSchedules(tenant: string): Promise<void> {
-    if (!this.schedulesActive || !tenancySettings().fanOutScheduledRuns) return
+    if (!this.schedulesActive || !tenancy().settings().fanOutScheduledRuns) return
     for (const [name, entry] of this.pipelines) {
       if (!entry.activated) continue
       await this.applyTenantSchedule(name, entry, tenant).catch(error =>
@@ -628,7 +626,7 @@ export class PipelineRegistry {
 
   /** A spawn tick: skipped while disabled or while a run is active; waits for the run (no overlap). */
   private async tick(name: string): Promise<void> {
-    if (tenancySettings().fanOutScheduledRuns) return this.fanOutTick(name)
+    if (tenancy().settings().fanOutScheduledRuns) return this.fanOutTick(name)
     const started = await this.startScheduled(name)
     await started?.done.catch(() => undefined)
   }

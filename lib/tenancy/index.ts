@@ -5,18 +5,24 @@
  */
 import cds from '@sap/cds'
 import { attachDeploymentHooks } from './hooks.js'
+import { useTenancy } from '../engine/tenancy.js'
+import { tenancySettings, tenantOverrides } from './settings.js'
+import { subscribedTenants } from './tenants.js'
+import { inTenant } from './context.js'
 
-export { tenancySettings, tenantOverrides, technicalTenant, contextTenant, type TenancySettings } from './settings.js'
+export { tenancySettings, tenantOverrides, technicalTenant, type TenancySettings } from './settings.js'
 export { subscribedTenants } from './tenants.js'
 export { inTenant } from './context.js'
 export { onSubscribe, onUpgrade, onUnsubscribe, syncTenant } from './hooks.js'
 
 let registered = false
 
-/** Hooks the engine into CAP's tenant lifecycle (`cds.xt.DeploymentService`, when served in this process). */
+/** Plugs multitenancy into the engine and hooks it into CAP's tenant lifecycle (`cds.xt.DeploymentService`, when served in this process). */
 export function registerTenancy(): void {
   if (registered) return
   registered = true
+  // the engine reaches multitenancy through this port only (it does not import lib/tenancy)
+  useTenancy({ settings: tenancySettings, overrides: (tenant, pipeline) => tenantOverrides(tenant, pipeline), subscribedTenants, inTenant })
   const events = cds as unknown as { on(event: string, listener: (srv: unknown) => void): void }
   events.on('serving:cds.xt.DeploymentService', ds => attachDeploymentHooks(ds as Parameters<typeof attachDeploymentHooks>[0]))
 }

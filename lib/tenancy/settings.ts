@@ -74,8 +74,3 @@ export function tenantOverrides(tenant: string | undefined, pipeline: string, se
   }
   return Object.keys(out).length ? out : undefined
 }
-
-/** The tenant of the current request or job, if any. */
-export function contextTenant(): string | undefined {
-  return (cds.context as { tenant?: string } | undefined)?.tenant || undefined
-}
