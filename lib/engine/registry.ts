@@ -753,7 +753,9 @@ function detached<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
 function observable<T>(promise: Promise<T>, onUnobserved: (error: unknown) => void): Promise<T> {
   let observed = false
   const then = promise.then.bind(promise)
-  then(undefined, error => setImmediate(() => { if (!observed) onUnobserved(error) }))
+  void then(undefined, error => setImmediate(() => { if (!observed) onUnobserved(error) }))
+  // the point of this helper: `then` of the returned promise notes that someone observes it
+  // oxlint-disable-next-line unicorn/no-thenable
   promise.then = ((onFulfilled, onRejected) => {
     observed = true
     return then(onFulfilled, onRejected)

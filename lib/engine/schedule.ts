@@ -242,8 +242,7 @@ export class QueuedSchedules {
 
   /** Why queued schedules cannot work in this app, or undefined when they can. */
   unavailable(): string | undefined {
-    const builder = typeof this.host.schedule === 'function' ? this.host.schedule : undefined
-    if (!builder || typeof this.host.unschedule !== 'function')
+    if (typeof this.host.schedule !== 'function' || typeof this.host.unschedule !== 'function')
       return `CAP's persistent task queue API (srv.schedule/srv.unschedule) is missing in @sap/cds ${cds.version}; upgrade to @sap/cds 10 or use engine 'spawn'`
     const queue = (cds.env.requires as Record<string, unknown>).queue as { kind?: string } | false | undefined
     if (!queue || (typeof queue === 'object' && queue.kind && !/persistent/.test(queue.kind)))

@@ -10,7 +10,8 @@ export interface GraphNode {
 	title: string;
 	kind: string;
 	group?: string;
-	status?: GraphStatus | string;
+	/** A GraphStatus; anything else renders as None. */
+	status?: string;
 	description?: string;
 	running?: boolean;
 }
@@ -18,7 +19,8 @@ export interface GraphNode {
 export interface GraphLine {
 	from: string;
 	to: string;
-	status?: GraphStatus | string;
+	/** A GraphStatus; anything else renders as None. */
+	status?: string;
 }
 
 export interface GraphData {
@@ -100,7 +102,7 @@ export function layout(data: GraphData): Layout {
 	const boxes: Box[] = [];
 	const frames: Frame[] = [];
 	let height = 0;
-	byLayer.forEach((nodes = [], layer) => {
+	byLayer.forEach((nodes, layer) => {
 		const mean = (node: GraphNode): number => {
 			const ys = data.lines.filter(l => l.to === node.key && position.has(l.from)).map(l => position.get(l.from)!);
 			return ys.length ? ys.reduce((a, b) => a + b, 0) / ys.length : Number.MAX_SAFE_INTEGER;

@@ -664,17 +664,20 @@ export default class App extends Controller {
 		if (!name) return;
 		MessageBox.confirm(this.text("flushConfirm", [name]), {
 			emphasizedAction: MessageBox.Action.OK,
-			onClose: async (action: string | null) => {
-				if (action !== MessageBox.Action.OK) return;
-				try {
-					await this.api.unbound("flush", { name });
-					MessageToast.show(this.text("flushDone", [name]));
-				} catch (error) {
-					this.showError(error);
-				}
-				await this.poll();
+			onClose: (action: string | null) => {
+				if (action === MessageBox.Action.OK) void this.flush(name);
 			}
 		});
+	}
+
+	private async flush(name: string): Promise<void> {
+		try {
+			await this.api.unbound("flush", { name });
+			MessageToast.show(this.text("flushDone", [name]));
+		} catch (error) {
+			this.showError(error);
+		}
+		await this.poll();
 	}
 
 	public onOpenSchedule(): void {
