@@ -247,6 +247,21 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 let missingColumnLogged = false
 
+/**
+ * A replay of set-aside records reads no source, so it checks nothing: it carries the drift of the
+ * pipeline's previous run instead, so that the newest run row (what the API and the console show)
+ * does not hide a drift the source still has.
+ */
+export async function carryDriftToReplay(name: string, runId: string): Promise<void> {
+  try {
+    const db = await connect('db')
+    const previous = (await db.run(ql.SELECT.one.from(RUNS_ENTITY).columns('drift').where({ pipeline_name: name, ID: { '!=': runId } }).orderBy('startTime desc'))) as { drift?: string | null } | undefined
+    if (previous?.drift) await db.tx(tx => tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({ drift: previous.drift }).where({ ID: runId })))
+  } catch (error) {
+    LOG.debug(`could not carry schema drift to replay run ${runId}: ${(error as Error).message}`)
+  }
+}
+
 /** Writes the report to `PipelineRuns.drift` of the run (its own transaction). */
 async function recordDrift(runId: string, report: SchemaDriftReport): Promise<void> {
   try {

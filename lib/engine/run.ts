@@ -7,7 +7,7 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { checkSchemaDrift } from './drift.js'
+import { carryDriftToReplay, checkSchemaDrift } from './drift.js'
 import { Tracker, type PipelineRow } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
@@ -150,7 +150,9 @@ export class PipelineRun {
     if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
     // schema drift (README "Schema drift"): checked before anything is written (a replay of set-aside records reads no source)
-    const records = (request as { replay?: unknown }).replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
+    const replay = Boolean((request as { replay?: unknown }).replay)
+    if (replay) await carryDriftToReplay(this.name, runId)
+    const records = replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
 
     const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime)
     // full and partial refreshes are atomic unless the config explicitly trades that for

@@ -185,13 +185,19 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     // q-slow ticks every 1 s, its runs take 3.5 s, the queue's processing timeout is 1 s.
     // The tick handler does not wait for the run: while one run is active, the task completes
     // and recurs (its next timestamp advances) and the ticks that find the run active are skipped
-    const running = await waitFor(async () => (await api.runs('q-slow')).find(r => !r.endTime), 'a running run of q-slow', 10_000)
+    // watch one whole run, from its start to its end (a run already under way may be nearly over)
+    const known = new Set((await api.runs('q-slow')).map(r => r.ID))
     const seen = new Set<string>()
-    while (!(await api.runs('q-slow')).find(r => r.ID === running.ID)?.endTime) {
+    let watched: string | undefined
+    for (const until = Date.now() + 20_000; Date.now() < until;) {
+      const runs = await api.runs('q-slow')
+      if (!watched) watched = runs.find(r => !known.has(r.ID) && !r.endTime)?.ID
+      else if (runs.find(r => r.ID === watched)?.endTime) break
       const [row] = await api.tasks('q-slow')
-      if (row) seen.add(row.timestamp)
+      if (watched && row) seen.add(row.timestamp)
       await sleep(200)
     }
+    expect(watched).toBeDefined()
     expect(seen.size).toBeGreaterThanOrEqual(2)
     const runs = await waitFor(async () => { const r = await api.runs('q-slow'); return r.filter(x => x.endTime).length >= 2 && r }, 'two finished runs of q-slow', 20_000)
     expect(overlapping(runs)).toBe(false)
