@@ -8,6 +8,7 @@ import { registerConsole } from './lib/console.js'
 import { registerLogRedaction } from './lib/secrets.js'
 import { registerFederation } from './lib/federation/index.js'
 import { registerTenancy } from './lib/tenancy/index.js'
+import { registerTelemetry } from './lib/telemetry/index.js'
 
 registerLifecycle()
 registerManagementModel()
@@ -15,3 +16,4 @@ registerConsole()
 registerLogRedaction()
 registerFederation()
 registerTenancy()
+registerTelemetry()

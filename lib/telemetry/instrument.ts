@@ -1,0 +1,150 @@
+/**
+ * Spans and metrics of pipeline runs, hooked onto the engine service's CAP events from outside
+ * (the engine does not know about telemetry): a span `data-pipeline run <name>` per run from
+ * PIPELINE.START to PIPELINE.DONE, child spans for READ and each batch's MAP and WRITE, and
+ * counters of records and runs plus a histogram of run durations.
+ */
+import { EVENTS, SERVICE_NAME } from '../constants.js'
+import type { Attributes, OtelApi, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelTracer } from './otel.js'
+
+/** Instrumentation scope of the tracer and the meter. */
+export const SCOPE = 'cap-data-pipeline'
+export const SPAN_PREFIX = 'data-pipeline run '
+export const METRICS = {
+  records: 'data_pipeline.records',
+  runs: 'data_pipeline.runs',
+  duration: 'data_pipeline.run.duration',
+} as const
+const KINDS = ['created', 'updated', 'deleted', 'skipped'] as const
+/** Run durations (seconds) from sub-second to hours. */
+const DURATION_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200]
+
+/** The part of a CAP request the handlers read. */
+interface EventRequest { event: string; path?: string; data: Record<string, unknown> }
+/** The part of the engine service the handlers register on. */
+export interface EventSource {
+  before(event: string, handler: (req: EventRequest) => void): unknown
+  after(event: string, handler: (result: unknown, req: EventRequest) => void): unknown
+}
+
+interface RunState { span: OtelSpan; context: OtelContext; pipeline: string; attributes: Attributes; children: Map<string, OtelSpan> }
+
+interface Instruments { records: OtelCounter; runs: OtelCounter; duration: OtelHistogram }
+
+export function instrument(srv: EventSource, api: OtelApi, options: { version?: string; tenant: () => string | undefined }): void {
+  const runs = new Map<string, RunState>()
+  let tracer: OtelTracer | undefined
+  let instruments: Instruments | undefined
+  // created on first use: the metrics API has no proxy provider, so a meter taken before
+  // @cap-js/telemetry registered its provider would stay a no-op
+  const getTracer = () => (tracer ??= api.trace.getTracer(SCOPE, options.version))
+  const getInstruments = (): Instruments => {
+    if (instruments) return instruments
+    const meter = api.metrics.getMeter(SCOPE, options.version)
+    return (instruments = {
+      records: meter.createCounter(METRICS.records, { description: 'Records written by pipeline runs, by pipeline and kind (created/updated/deleted/skipped)', unit: '{record}' }),
+      runs: meter.createCounter(METRICS.runs, { description: 'Finished pipeline runs, by pipeline and status', unit: '{run}' }),
+      duration: meter.createHistogram(METRICS.duration, { description: 'Duration of pipeline runs', unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } }),
+    })
+  }
+
+  const pipelineOf = (req: EventRequest) => {
+    const path = req.path ?? ''
+    return path.startsWith(`${SERVICE_NAME}.`) ? path.slice(SERVICE_NAME.length + 1) : path
+  }
+  const runIdOf = (req: EventRequest) => String(req.data.runId ?? '')
+  /** Never let telemetry break a run. */
+  const safely = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => {
+    try {
+      fn(...args)
+    } catch {
+      // telemetry is best effort
+    }
+  }
+
+  const startRun = (req: EventRequest, startTime?: Date): RunState => {
+    const pipeline = pipelineOf(req)
+    const attributes: Attributes = clean({
+      'pipeline': pipeline, 'runId': runIdOf(req), 'mode': str(req.data.mode), 'trigger': str(req.data.trigger), 'tenant': options.tenant(),
+    })
+    const parent = api.context.active()
+    const span = getTracer().startSpan(`${SPAN_PREFIX}${pipeline}`, { attributes, ...(startTime ? { startTime } : {}) }, parent)
+    const state: RunState = { span, context: api.trace.setSpan(parent, span), pipeline, attributes, children: new Map() }
+    runs.set(runIdOf(req), state)
+    return state
+  }
+
+  const startChild = (req: EventRequest, phase: string, attributes: Attributes) => {
+    const run = runs.get(runIdOf(req))
+    if (!run) return
+    const span = getTracer().startSpan(`${SPAN_PREFIX}${run.pipeline} ${phase}`, { attributes: clean({ ...run.attributes, phase, ...attributes }) }, run.context)
+    run.children.get(childKey(req, phase))?.end()
+    run.children.set(childKey(req, phase), span)
+  }
+  const endChild = (req: EventRequest, phase: string, attributes: Attributes = {}) => {
+    const run = runs.get(runIdOf(req))
+    const span = run?.children.get(childKey(req, phase))
+    if (!run || !span) return
+    run.children.delete(childKey(req, phase))
+    span.setAttributes(clean(attributes))
+    span.setStatus({ code: api.SpanStatusCode.OK })
+    span.end()
+  }
+
+  srv.before(EVENTS.START, safely(req => { startRun(req) }))
+  srv.before(EVENTS.READ, safely(req => startChild(req, 'READ', {})))
+  srv.after(EVENTS.READ, safely((_, req) => endChild(req, 'READ')))
+  srv.before(EVENTS.MAP, safely(req => startChild(req, 'MAP', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.sourceRecords) })))
+  srv.after(EVENTS.MAP, safely((_, req) => endChild(req, 'MAP', { 'batch.mapped': len(req.data.targetRecords) })))
+  srv.before(EVENTS.WRITE, safely(req => startChild(req, 'WRITE', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.targetRecords) })))
+  srv.after(EVENTS.WRITE, safely((_, req) => {
+    const statistics = (req.data.statistics ?? {}) as Record<string, unknown>
+    endChild(req, 'WRITE', Object.fromEntries(KINDS.map(kind => [`batch.${kind}`, num(statistics[kind])])))
+  }))
+
+  srv.before(EVENTS.DONE, safely(req => {
+    const runId = runIdOf(req)
+    const data = req.data
+    const startTime = parseDate(data.startTime)
+    const run = runs.get(runId) ?? startRun(req, startTime)
+    runs.delete(runId)
+    const status = str(data.status) ?? 'completed'
+    const failed = status !== 'completed'
+    const error = data.error as { message?: string; code?: string } | undefined
+    const statistics = (data.statistics ?? {}) as Record<string, unknown>
+    const counts = Object.fromEntries(KINDS.map(kind => [kind, num(statistics[kind]) ?? 0]))
+    // a batch span left open (its MAP or WRITE failed) ends with the run, as failed
+    for (const [, child] of run.children) {
+      if (error?.message) child.recordException({ name: 'PipelineError', message: error.message })
+      child.setStatus({ code: api.SpanStatusCode.ERROR, message: error?.message })
+      child.end()
+    }
+    run.children.clear()
+    run.span.setAttributes(clean({ status, ...counts, error: error?.message, 'error.code': error?.code }))
+    if (failed) {
+      run.span.recordException({ name: error?.code ?? 'PipelineError', message: error?.message ?? 'pipeline run failed' })
+      run.span.setStatus({ code: api.SpanStatusCode.ERROR, message: error?.message })
+    } else run.span.setStatus({ code: api.SpanStatusCode.OK })
+    const endTime = parseDate(data.endTime)
+    run.span.end(endTime)
+
+    const { records, runs: runCounter, duration } = getInstruments()
+    const tenant = run.attributes.tenant
+    for (const kind of KINDS) if (counts[kind]) records.add(counts[kind], clean({ pipeline: run.pipeline, kind, tenant }))
+    runCounter.add(1, clean({ pipeline: run.pipeline, status, mode: str(data.mode), tenant }))
+    if (startTime && endTime) duration.record(Math.max(0, endTime.getTime() - startTime.getTime()) / 1000, clean({ pipeline: run.pipeline, status, tenant }))
+  }))
+}
+
+const childKey = (req: EventRequest, phase: string) => (phase === 'READ' ? phase : `${phase}#${String(req.data.batchIndex ?? '')}`)
+const str = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined)
+const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined)
+const len = (value: unknown): number | undefined => (Array.isArray(value) ? value.length : undefined)
+const parseDate = (value: unknown): Date | undefined => {
+  const date = typeof value === 'string' ? new Date(value) : undefined
+  return date && !Number.isNaN(date.getTime()) ? date : undefined
+}
+/** Attributes without undefined values (OpenTelemetry drops them with a warning). */
+function clean(attributes: Attributes): Attributes {
+  return Object.fromEntries(Object.entries(attributes).filter(([, value]) => value !== undefined))
+}
