@@ -49,6 +49,8 @@ entity Pipelines {
       // Deletes in delta mode: JSON of the last key reconciliation sweep (time, status, deleted,
       // sourceKeys, targetKeys, rows, durationMs, error) and the delta runs since the last completed one.
       lastSweep   : LargeString;
+      /** End time of the last successful run (freshness; `lastSync` is the data's watermark). */
+      lastSuccess : Timestamp;
 }
 
 /** One row per run, successful or failed. */
@@ -63,6 +65,19 @@ entity PipelineRuns : cuid {
   /** Schema drift found at run start (JSON: source, basis, policy, breaking, changes[], message); null when none or not checked. */
   drift      : LargeString;
   statistics : Statistics;
+  // Progress (README "Progress and freshness"), updated after every batch; null: unknown.
+  /** Records read so far. */
+  processed     : Integer64 default 0;
+  /** Records the run expects to read: the source's count of the run's filter; null when the source cannot tell (REST). */
+  expected      : Integer64;
+  /** processed / expected in percent (0–100). */
+  percent       : Decimal(5, 2);
+  /** Records read per second since the run started. */
+  rowsPerSecond : Decimal(15, 2);
+  /** Estimated milliseconds left; 0 once the run ended. */
+  remainingMs   : Integer64;
+  /** Estimated end of the run. */
+  eta           : Timestamp;
   rejects    : Composition of many PipelineRejects on rejects.run = $self;
 }
 

@@ -26,7 +26,13 @@ service DataPipelineManagementService {
 
   @readonly
   @cds.redirection.target
-  entity Pipelines as projection on tracker.Pipelines excluding { leaseOwner, checkpoint } actions {
+  entity Pipelines as projection on tracker.Pipelines {
+    *,
+    /** 'fresh' | 'stale' (last successful run older than maxStaleness, or none) | 'unknown' (no maxStaleness); computed on READ. */
+    virtual null as freshness    : String(10),
+    /** The effective maxStaleness in ms; null when not set. */
+    virtual null as maxStaleness : Integer64,
+  } excluding { leaseOwner, checkpoint } actions {
     action start(mode : String, trigger : String, async : Boolean) returns RunResult;
     action setSchedule(every : Integer, cron : String, engine : String) returns Pipelines;
     action clearSchedule() returns Pipelines;

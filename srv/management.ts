@@ -8,13 +8,13 @@ import cds from '@sap/cds'
 import { LOGGER, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
-import { describeError, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
+import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
 import { parseCron } from '../lib/engine/schedule.js'
 import { HIDE_ANNOTATION, capabilities, inspectData } from '../lib/management/inspect.js'
 import { replayRejects } from '../lib/engine/replay.js'
 import { sourceNameOf } from '../lib/adapters/mapping.js'
-import { flowMetadata, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
+import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
 import { connect, ql } from '../lib/model/ql.js'
@@ -68,7 +68,15 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>) {
         const live = row && typeof row.ID === 'string' ? liveStatistics.get(row.ID) : undefined
         if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted, ...(live.skipped === undefined ? {} : { statistics_skipped: live.skipped }) }, 'statistics' in row ? { statistics: { ...live } } : {})
+        const progress = row && row.status === 'running' && typeof row.ID === 'string' ? liveProgress.get(row.ID) : undefined
+        if (progress) for (const [key, value] of Object.entries(progress)) if (key in row) row[key] = value
       }
+    })
+    // freshness (README "Progress and freshness"): computed from lastSuccess and the effective maxStaleness
+    srv.after('READ', 'Pipelines', async rows => {
+      const engine = await this.engine()
+      for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>)
+        if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
     })
 
     // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
@@ -101,7 +109,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const name = requiredString(req.data.name, 'name')
       const row = await engine.registry.tracker.read(name)
       if (!row) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered`, { target: 'name' })
-      return publicRow(row)
+      return this.addFreshness(engine, publicRow(row))
     })
     bound('setEnabled', async (req, engine) => {
       if (typeof req.data.enabled !== 'boolean') throw new PipelineError('INVALID_PARAMETER', 'enabled: must be true or false', { target: 'enabled' })
@@ -241,9 +249,24 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     return publicRow((await engine.registry.tracker.read(name))!)
   }
 
+  /** Sets `freshness` and `maxStaleness` (ms) of a tracker row from the effective config; a row without `lastSuccess` (a `$select`) reads it. */
+  private async addFreshness(engine: DataPipelineService, row: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const name = row.name as string
+    let maxStaleness: number | undefined
+    try {
+      maxStaleness = engine.registry.has(name) ? engine.registry.effectiveFor(name).maxStaleness : undefined
+    } catch {
+      maxStaleness = undefined
+    }
+    const lastSuccess = 'lastSuccess' in row ? row.lastSuccess as string | null : maxStaleness ? (await engine.registry.tracker.read(name).catch(() => undefined))?.lastSuccess : null
+    row.freshness = freshnessOf(maxStaleness, lastSuccess)
+    row.maxStaleness = maxStaleness ?? null
+    return row
+  }
+
   private async facts(engine: DataPipelineService, name: string): Promise<PipelineFacts> {
     const [row, drift] = await Promise.all([engine.registry.tracker.read(name).catch(() => undefined), latestRunDrift(name)])
-    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status, drift }
+    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status, drift, lastSuccess: row?.lastSuccess ?? null }
   }
 }
 

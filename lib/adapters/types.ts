@@ -14,6 +14,20 @@ export interface TrackerState {
   lastKey: string | null
   /** For `partial-refresh`: the slice being rebuilt. */
   slice?: SlicePredicate
+  /** Set by the engine for a run: the source reports there how many records the read will deliver. */
+  progress?: ReadProgress
+}
+
+/**
+ * What a source knows of a read's size (README "Progress and freshness"): the count of each read
+ * segment's filter, added as the segment's first page reports it. A source that cannot count
+ * (REST, custom adapters) leaves it untouched: the expected total is unknown.
+ */
+export interface ReadProgress {
+  /** Sum of the counts of the segments started so far; undefined while none counted. */
+  expected?: number
+  /** A segment was read without a count: the total is unknown. */
+  uncounted?: boolean
 }
 
 export interface TargetCapabilities {

@@ -117,6 +117,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
+  const maxStaleness = resolveMaxStaleness(config.maxStaleness)
 
   return {
     name,
@@ -138,7 +139,15 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     ...(schemaDrift ? { schemaDrift } : {}),
     onError: resolveOnError(config.onError),
     deletes,
+    ...(maxStaleness === undefined ? {} : { maxStaleness }),
   }
+}
+
+/** `maxStaleness`: milliseconds or a duration such as '2h'; errors name the key. */
+function resolveMaxStaleness(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' && typeof value !== 'string') throw invalidConfig('maxStaleness', "must be milliseconds or a duration such as '2h'")
+  return parseDuration(value, 'maxStaleness')
 }
 
 const DELETES_KEYS = ['sweep', 'maxShare', 'force']

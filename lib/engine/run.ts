@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { carryDriftToReplay, checkSchemaDrift } from './drift.js'
-import { Tracker, type PipelineRow } from './tracker.js'
+import { Tracker, type PipelineRow, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
@@ -20,7 +20,7 @@ import { RunRejects, openRejects } from './rejects.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { FieldMapping } from '../adapters/mapping.js'
-import type { TrackerState, WriteStatistics } from '../adapters/types.js'
+import type { ReadProgress, TrackerState, WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -50,6 +50,38 @@ export interface RunRequest {
 
 /** Running totals of active runs in this process, for progress views of per-run transactions. */
 export const liveStatistics = new Map<string, WriteStatistics>()
+/** Progress of active runs in this process (README "Progress and freshness"), for the same views. */
+export const liveProgress = new Map<string, RunProgress>()
+
+/**
+ * Progress of one run: records read so far, the total the source expects (its count of the run's
+ * filter, summed over the read segments as they start; unknown when the source cannot count),
+ * the rate since the run started and the time left at that rate.
+ */
+export class ProgressMeter {
+  processed = 0
+  readonly read: ReadProgress = {}
+
+  constructor(private readonly since: () => number) {}
+
+  /** The progress columns, counting `pending` records of a batch not yet committed. */
+  snapshot(pending = 0, end?: 'completed' | 'failed'): RunProgress {
+    const now = Date.now()
+    const processed = this.processed + pending
+    const rowsPerSecond = round(processed * 1000 / Math.max(1, now - this.since()))
+    const expected = this.read.uncounted || this.read.expected === undefined ? null : this.read.expected
+    if (end === 'completed') return { processed, expected, percent: 100, rowsPerSecond, remainingMs: 0, eta: new Date(now).toISOString() }
+    const percent = expected === null ? null : expected === 0 ? 100 : Math.min(100, round(processed * 100 / expected))
+    if (end === 'failed') return { processed, expected, percent, rowsPerSecond, remainingMs: null, eta: null }
+    const left = expected === null ? null : Math.max(0, expected - processed)
+    const remainingMs = left === null || (left > 0 && rowsPerSecond <= 0) ? null : Math.round(left * 1000 / Math.max(rowsPerSecond, 0.01))
+    return { processed, expected, percent, rowsPerSecond, remainingMs, eta: remainingMs === null ? null : new Date(now + remainingMs).toISOString() }
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100
+}
 
 interface Checkpoint extends Watermark {
   runId: string
@@ -64,6 +96,7 @@ export class PipelineRun {
   private leaseLost = false
   /** The tracker row as the guard left it. */
   private row?: PipelineRow
+  private readonly meter = new ProgressMeter(() => this.startTime.getTime())
 
   constructor(
     private readonly prepared: PreparedPipeline,
@@ -112,7 +145,7 @@ export class PipelineRun {
     try {
       const watermark = await this.transfer(this.row!)
       const endTime = new Date()
-      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay })
+      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, progress: this.meter.snapshot(0, 'completed') })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
       LOG.info(`pipeline '${name}' ${request.mode} run completed: ${this.statistics.created} created, ${this.statistics.updated} updated, ${this.statistics.deleted} deleted`)
       await this.done('completed', endTime)
@@ -120,12 +153,13 @@ export class PipelineRun {
     } catch (error) {
       const failure = describeError(error)
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed: ${failure.message}`)
-      await this.tracker.finishFailure(name, runId, failure, this.statistics).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
+      await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed')).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       await this.done('failed', new Date(), failure)
       throw error
     } finally {
       clearInterval(this.heartbeat)
       liveStatistics.delete(runId)
+      liveProgress.delete(runId)
     }
   }
 
@@ -143,6 +177,7 @@ export class PipelineRun {
     const { pipeline, source, target } = this.prepared
     const { runId, request } = this
     const trackerState = this.trackerState(row)
+    trackerState.progress = this.meter.read // the source adds its counts there (README "Progress and freshness")
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
     const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
       : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: undefined })
@@ -185,14 +220,16 @@ export class PipelineRun {
           if (gone.length) totals.deleted += await softDeletes!.apply(gone, { ...context, batchIndex: index })
           // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
           const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
+          if (tx) await this.tracker.progress(runId, totals, tx, this.meter.snapshot(batch.length))
           if (tx && changed) {
-            await this.tracker.progress(runId, totals, tx)
             const checkpoint: Checkpoint = { runId, ...watermark.checkpoint() }
             await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
           }
           return totals
         }
         Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
+        this.meter.processed += batch.length
+        if (atomic) await this.atomicProgress()
         if (!atomic) this.rejects?.committed()
         this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
@@ -220,6 +257,20 @@ export class PipelineRun {
     return result
   }
 
+  /**
+   * Progress of a run in one transaction: written beside it in the tracker's own transaction
+   * where the database has more than one connection (PostgreSQL, HANA); on SQLite the run holds
+   * the only connection, so its row shows the progress at the end (and this process's reads
+   * show `liveProgress`).
+   */
+  private async atomicProgress(): Promise<void> {
+    const progress = this.meter.snapshot()
+    liveProgress.set(this.runId, progress)
+    if (singleConnection()) return
+    await this.tracker.progress(this.runId, undefined, undefined, progress)
+      .catch(e => LOG.debug(`pipeline '${this.name}': progress not written: ${(e as Error).message}`))
+  }
+
   /** The tracker state handed to the source: resumes from a checkpoint left by an unfinished run. */
   private trackerState(row: PipelineRow): TrackerState {
     const { pipeline } = this.prepared
@@ -237,6 +288,11 @@ export class PipelineRun {
     if (this.request.mode === 'partial-refresh') state.slice = resolveSlice(pipeline)
     return state
   }
+}
+
+/** SQLite: CAP's pool of one connection. */
+function singleConnection(): boolean {
+  return (cds as unknown as { db?: { options?: { pool?: { max?: number } } } }).db?.options?.pool?.max === 1
 }
 
 function resolveSlice(pipeline: ResolvedPipeline): SlicePredicate {

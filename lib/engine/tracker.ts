@@ -39,6 +39,17 @@ export interface PipelineRow {
   leaseUntil: string | null
   currentRun: string | null
   checkpoint: string | null
+  lastSuccess?: string | null
+}
+
+/** Progress columns of a run row (README "Progress and freshness"); null: unknown. */
+export interface RunProgress {
+  processed: number
+  expected: number | null
+  percent: number | null
+  rowsPerSecond: number
+  remainingMs: number | null
+  eta: string | null
 }
 
 /** The history row of a run starting with the guard. */
@@ -170,7 +181,7 @@ export class Tracker {
       const startTime = run ? new Date(Math.max(Date.now(), Date.parse(run.startTime))).toISOString() : null
       if (run) await tx.run(ql.INSERT.into(RUNS_ENTITY).entries([{
         ID: runId, pipeline_name: name, status: 'running', trigger: run.trigger, mode: run.mode, startTime,
-        statistics_created: 0, statistics_updated: 0, statistics_deleted: 0,
+        statistics_created: 0, statistics_updated: 0, statistics_deleted: 0, processed: 0,
       }]))
       const row = staleRun ? ((await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow) : { ...before, ...lease }
       return { row, staleRun, startTime }
@@ -201,10 +212,16 @@ export class Tracker {
   }
 
 
-  /** Writes a run's running totals; in the caller's transaction when given (per-batch commit). */
-  async progress(runId: string, statistics: WriteStatistics, tx?: QueryRunner): Promise<void> {
+  /**
+   * Writes a run's running totals and its progress (README "Progress and freshness"); in the
+   * caller's transaction when given (per-batch commit). Without statistics, the progress only.
+   */
+  async progress(runId: string, statistics: WriteStatistics | undefined, tx?: QueryRunner, progress?: RunProgress): Promise<void> {
     const query = ql.UPDATE.entity(RUNS_ENTITY)
-      .set({ statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) })
+      .set({
+        ...(statistics ? { statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) } : {}),
+        ...progress,
+      })
       .where({ ID: runId })
     if (tx) await tx.run(query)
     else await this.tx(own => own.run(query))
@@ -215,15 +232,18 @@ export class Tracker {
     await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ checkpoint }).where({ name, currentRun: runId }))
   }
 
-  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean }): Promise<boolean> {
+  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean; progress?: RunProgress }): Promise<boolean> {
     const { statistics } = result
     return this.tx(async tx => {
+      const endTime = new Date().toISOString()
       await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
-        status: 'idle', endTime: new Date().toISOString(),
+        status: 'idle', endTime,
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
+        ...result.progress,
       }).where({ ID: runId }))
+      // lastSuccess: when the pipeline last succeeded (freshness), unlike lastSync, the data's watermark
       const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
-        status: 'idle', lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
+        status: 'idle', lastSuccess: endTime, lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
         ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }).where({ name, currentRun: runId }))
@@ -231,11 +251,12 @@ export class Tracker {
     })
   }
 
-  async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics): Promise<void> {
+  async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics, progress?: RunProgress): Promise<void> {
     await this.tx(async tx => {
       await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
         status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
+        ...progress,
       }).where({ ID: runId }))
       // batches committed before the failure stay written and count (a rolled-back run reports zeros)
       await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({

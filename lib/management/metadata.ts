@@ -19,6 +19,8 @@ export interface GraphNode {
   group?: string
   status: GraphStatus
   description?: string
+  /** Pipeline nodes of the landscape: 'fresh' | 'stale' | 'unknown'. */
+  freshness?: Freshness
 }
 
 export interface GraphLine {
@@ -41,6 +43,18 @@ export interface PipelineFacts {
   status?: string | null
   /** Schema drift of the latest checked run (the run row's `drift`); unset: the one this process saw last. */
   drift?: SchemaDriftReport | null
+  /** End of the last successful run (`Pipelines.lastSuccess`), for freshness. */
+  lastSuccess?: string | null
+}
+
+/** Freshness (README "Progress and freshness"): whether the last successful run is recent enough. */
+export type Freshness = 'fresh' | 'stale' | 'unknown'
+
+/** `unknown` without `maxStaleness`; `stale` when the last successful run is older than it, or there was none. */
+export function freshnessOf(maxStaleness: number | undefined, lastSuccess: string | null | undefined, now: number = Date.now()): Freshness {
+  if (!maxStaleness) return 'unknown'
+  const at = lastSuccess ? Date.parse(lastSuccess) : Number.NaN
+  return Number.isFinite(at) && now - at <= maxStaleness ? 'fresh' : 'stale'
 }
 
 /** The drift to show: the facts' (from the run row), else the latest one this process found. */
@@ -117,13 +131,16 @@ export function landscapeMetadata(all: PipelineFacts[]) {
     const source = sourceTitle(pipeline)
     const target = targetTitle(pipeline)
     const warning: GraphStatus = isCustomized(facts) ? 'Warning' : 'None'
+    const freshness = freshnessOf(pipeline.maxStaleness, facts.lastSuccess)
     const pipelineKey = `pipeline:${pipeline.name}`
     if (!nodes.has(source.key)) nodes.set(source.key, { key: source.key, title: source.title, kind: 'source', group: source.group, status: 'None' })
     if (driftOf(facts)) Object.assign(nodes.get(source.key)!, { status: 'Warning', description: 'schema drift' })
     if (!nodes.has(target.key)) nodes.set(target.key, { key: target.key, title: target.title, kind: 'target', group: target.group, status: 'None' })
     nodes.set(pipelineKey, {
       key: pipelineKey, title: pipeline.name, kind: 'pipeline', group: 'pipelines',
-      status: facts.status === 'failed' ? 'Error' : warning, description: `${pipeline.shape}-shape, ${pipeline.mode}`,
+      status: facts.status === 'failed' ? 'Error' : freshness === 'stale' ? 'Warning' : warning,
+      description: `${pipeline.shape}-shape, ${pipeline.mode}${freshness === 'stale' ? `, stale: ${facts.lastSuccess ? `last successful run ${facts.lastSuccess}` : 'no successful run'}` : ''}`,
+      freshness,
     })
     addLine({ from: source.key, to: pipelineKey, status: warning })
     addLine({ from: pipelineKey, to: target.key, status: warning })

@@ -113,6 +113,8 @@ export interface PipelineConfig {
   schemaDrift?: SchemaDriftInput
   /** Poison records: `fail` (default) fails the run; `skip` sets failing records aside in PipelineRejects (README "Rejected records"). */
   onError?: OnErrorConfig
+  /** Freshness (README "Progress and freshness"): the pipeline is `stale` when its last successful run is older than this (ms or a duration such as `'2h'`). */
+  maxStaleness?: number | string
 }
 
 /** What the engine derives from a config: the shape and effective settings. */
@@ -133,6 +135,8 @@ export interface ResolvedPipeline {
   schemaDrift?: SchemaDriftSetting
   onError: ResolvedOnError
   deletes?: ResolvedDeletes
+  /** `maxStaleness` in ms; unset: freshness is not watched (`unknown`). */
+  maxStaleness?: number
 }
 
 /**

@@ -55,7 +55,8 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     const plan = this.watermarkPlan()
     const segments = readSegments(plan, tracker, keys)
     const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order), ...watermarkFields(plan)])] : dataElementNames(entity)
-    yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request), this.pipeline.retry))
+    const progress = tracker.progress
+    yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request, progress !== undefined), this.pipeline.retry), progress)
   }
 
   override keyOrder(): string[] | undefined {
@@ -73,11 +74,26 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
   }
 
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */
-  protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest): Promise<PageResult> {
+  protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest, counted = false): Promise<PageResult> {
     const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
     if (request.filter) query.where(toCqn(request.filter))
     const records = (await this.service!.run(query)) as DataRecord[]
-    return { records, exact: isDatabaseService(this.service) }
+    // progress of a run: the first page of a segment also counts the segment's filter (one cheap query)
+    const count = counted && request.count ? await this.countOf(entity, request) : undefined
+    return { records, exact: isDatabaseService(this.service), ...(count === undefined ? {} : { count }) }
+  }
+
+  /** `SELECT count(1)` of the page's filter; undefined when the service cannot answer it. */
+  private async countOf(entity: CsnEntity, request: PageRequest): Promise<number | undefined> {
+    const query = ql.SELECT.one.from(entity.name).columns('count(1) as count')
+    if (request.filter) query.where(toCqn(request.filter))
+    try {
+      const row = (await this.service!.run(query)) as { count?: unknown } | undefined
+      const count = Number(row?.count)
+      return Number.isFinite(count) ? count : undefined
+    } catch {
+      return undefined
+    }
   }
 
   private async *readQuery(tracker: TrackerState): AsyncGenerator<DataRecord[]> {

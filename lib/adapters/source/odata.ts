@@ -89,7 +89,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     yield* pagesOf(segments, this.batchSize, request =>
       withRetry(() => this.fetchPage(request, select), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
-    )
+    tracker.progress)
   }
 
   override keyOrder(): string[] {

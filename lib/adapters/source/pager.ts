@@ -6,6 +6,7 @@
 import type { DataRecord } from '../../pipeline/types.js'
 import type { ReadSegment } from '../watermark.js'
 import { after, and, type Predicate } from '../predicate.js'
+import type { ReadProgress } from '../types.js'
 
 export interface PageRequest {
   filter?: Predicate
@@ -30,6 +31,7 @@ export async function* pagesOf(
   segments: ReadSegment[],
   top: number,
   fetchPage: (request: PageRequest) => Promise<PageResult>,
+  progress?: ReadProgress,
 ): AsyncGenerator<DataRecord[]> {
   for (const segment of segments) {
     let last: DataRecord | undefined
@@ -41,6 +43,7 @@ export async function* pagesOf(
         ? { nextLink, order: segment.order, top, count: false }
         : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: first })
       if (first && typeof result.count === 'number') total = result.count
+      if (first && progress) countSegment(progress, total)
       const { records } = result
       if (records.length === 0) break
       yield records
@@ -52,4 +55,10 @@ export async function* pagesOf(
       if (result.exact && records.length < top) break
     }
   }
+}
+
+/** Adds a segment's count to the read's expected total (README "Progress and freshness"). */
+export function countSegment(progress: ReadProgress, count: number | undefined): void {
+  if (count === undefined || !Number.isFinite(count)) progress.uncounted = true
+  else progress.expected = (progress.expected ?? 0) + count
 }
