@@ -5,7 +5,7 @@
  * pipeline, 409 run active) and a message naming the parameter.
  */
 import cds from '@sap/cds'
-import { LOGGER, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
+import { LOGGER, PIPELINES_ENTITY, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
@@ -258,7 +258,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     } catch {
       maxStaleness = undefined
     }
-    const lastSuccess = 'lastSuccess' in row ? row.lastSuccess as string | null : maxStaleness ? (await engine.registry.tracker.read(name).catch(() => undefined))?.lastSuccess : null
+    // in the request's transaction: a tracker transaction of its own would wait for SQLite's only connection
+    const stored = async () => ((await (await connect('db')).run(ql.SELECT.one.from(PIPELINES_ENTITY).columns('lastSuccess').where({ name }))) as { lastSuccess?: string | null } | undefined)?.lastSuccess
+    const lastSuccess = 'lastSuccess' in row ? row.lastSuccess as string | null : maxStaleness ? await stored() : null
     row.freshness = freshnessOf(maxStaleness, lastSuccess)
     row.maxStaleness = maxStaleness ?? null
     return row

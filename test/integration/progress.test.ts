@@ -1,0 +1,152 @@
+/**
+ * Progress of a running run (README "Progress and freshness"): `PipelineRuns.processed`,
+ * `expected` (the source's count of the run's filter), `percent`, `rowsPerSecond`, `remainingMs`
+ * and `eta`, updated after every batch. The OData provider is a child process slowed down with
+ * `faults({ delay })`, so the run row can be watched while the run reads; a REST source cannot
+ * count (expected stays null). On SQLite a full refresh in one transaction shows it at the end.
+ */
+import path from 'node:path'
+import { FIXTURES } from '../helpers/apps'
+import { ql, useConsumer } from '../helpers/consumer'
+import { sleep } from '../helpers/wait'
+import { suiteDatabase } from '../helpers/postgres'
+
+const RUNS = 'plugin.data_pipeline.PipelineRuns'
+const T0 = '2026-01-01T00:00:00.000Z'
+const T1 = '2026-01-02T00:00:00.000Z'
+
+interface RunRow {
+  status: string
+  processed: number | string | null
+  expected: number | string | null
+  percent: number | string | null
+  rowsPerSecond: number | string | null
+  remainingMs: number | string | null
+  eta: string | null
+}
+
+const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+
+const ctx = useConsumer()
+
+/** Samples the run row while the run is running; returns the samples and the final row. */
+async function watch(runId: string, done: Promise<unknown>): Promise<{ samples: RunRow[]; final: RunRow }> {
+  const samples: RunRow[] = []
+  let finished = false
+  void done.finally(() => { finished = true }).catch(() => undefined)
+  while (!finished) {
+    const row = (await ql.SELECT.one.from(RUNS).where({ ID: runId })) as RunRow | undefined
+    if (row?.status === 'running') samples.push(row)
+    await sleep(40)
+  }
+  await done
+  return { samples, final: (await ql.SELECT.one.from(RUNS).where({ ID: runId })) as RunRow }
+}
+
+/** Samples that show progress within the run: processed advancing, expected known, percent and ETA plausible. */
+function expectAdvancing(samples: RunRow[], expected: number) {
+  const moving = samples.filter(s => num(s.processed)! > 0)
+  expect(moving.length).toBeGreaterThanOrEqual(2)
+  const processed = moving.map(s => num(s.processed)!)
+  expect(processed).toEqual([...processed].sort((a, b) => a - b))
+  expect(new Set(processed).size).toBeGreaterThanOrEqual(2)
+  for (const sample of moving) {
+    expect(num(sample.expected)).toBe(expected)
+    expect(num(sample.percent)).toBeCloseTo(Math.min(100, (num(sample.processed)! * 100) / expected), 1)
+    expect(num(sample.rowsPerSecond)).toBeGreaterThan(0)
+    expect(num(sample.remainingMs)).toBeGreaterThanOrEqual(0)
+    expect(Date.parse(sample.eta!)).toBeGreaterThan(Date.parse(T0))
+  }
+  // distinct progress steps: the time left shrinks as records come in
+  const steps = moving.filter((s, i) => i === 0 || num(s.processed) !== num(moving[i - 1].processed))
+  const remaining = steps.map(s => num(s.remainingMs)!)
+  expect(remaining[remaining.length - 1]).toBeLessThan(remaining[0])
+}
+
+describe('progress of a run', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('delta run: processed advances per batch, expected is the $count, percent, rate and a shrinking ETA', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'progress-delta', source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'consumer.BooksPaging' } })
+    await ctx.provider.control.faults({ delay: 120 })
+    const { runId, done } = await ctx.engine.execute('progress-delta', { async: true })
+    const { samples, final } = await watch(runId, done)
+    expectAdvancing(samples, 30)
+    expect(final).toMatchObject({ status: 'idle', eta: expect.any(String) })
+    expect([num(final.processed), num(final.expected), num(final.percent), num(final.remainingMs)]).toEqual([30, 30, 100, 0])
+  })
+
+  test('delta run: expected is the count of the delta filter (the changed rows and the rows at the watermark)', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 1, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'progress-changes', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksTies' } })
+    await expect(ctx.run('progress-changes')).resolves.toMatchObject({ status: 'completed' })
+    await ctx.provider.control.seed({ from: 2, count: 15, modifiedAt: T1 })
+    await ctx.provider.control.seed({ from: 100, count: 40, modifiedAt: '2025-06-01T00:00:00.000Z' }) // older than the watermark: not read
+    await ctx.provider.control.faults({ delay: 120 })
+    const { runId, done } = await ctx.engine.execute('progress-changes', { async: true })
+    const { samples, final } = await watch(runId, done)
+    // 15 changed rows + the one row at the watermark value, read again (README "Watermarks")
+    expectAdvancing(samples, 16)
+    expect([num(final.processed), num(final.expected), num(final.percent)]).toEqual([16, 16, 100])
+  })
+
+  test('full refresh: expected is the $count; per-batch progress with transaction batch, at the end in one transaction on SQLite', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 24, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'progress-full', mode: 'full', transaction: 'batch', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksFull' } })
+    await ctx.provider.control.faults({ delay: 120 })
+    const batched = await ctx.engine.execute('progress-full', { async: true })
+    const { samples, final } = await watch(batched.runId, batched.done)
+    expectAdvancing(samples, 24)
+    expect([num(final.processed), num(final.expected), num(final.percent)]).toEqual([24, 24, 100])
+
+    // one transaction: PostgreSQL shows the progress per batch beside it; SQLite's only connection is the run's, the row shows the end
+    await ctx.engine.addPipeline({ name: 'progress-atomic', mode: 'full', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksGuard' } })
+    const atomic = await ctx.engine.execute('progress-atomic', { async: true })
+    const watched = await watch(atomic.runId, atomic.done)
+    if (suiteDatabase()) expectAdvancing(watched.samples, 24)
+    expect([num(watched.final.processed), num(watched.final.expected), num(watched.final.percent)]).toEqual([24, 24, 100])
+  })
+
+  test('a source that finds nothing: expected 0, 100 percent', async () => {
+    await ctx.engine.addPipeline({ name: 'progress-empty', source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'consumer.BooksNoChange' } })
+    const { runId, done } = await ctx.engine.execute('progress-empty')
+    await done
+    const row = (await ql.SELECT.one.from(RUNS).where({ ID: runId })) as RunRow
+    expect([num(row.processed), num(row.expected), num(row.percent), num(row.remainingMs)]).toEqual([0, 0, 100, 0])
+  })
+})
+
+describe('progress of a source that cannot count (REST)', () => {
+  let provider: { url: string; state: { items: unknown[]; delay?: number }; close(): Promise<void> }
+  beforeAll(async () => {
+    const { startRestProvider, makeItems } = await import(path.join(FIXTURES, 'rest-provider/server.mjs'))
+    provider = await startRestProvider({ apiKey: 'k' })
+    provider.state.items = makeItems(12)
+    const requires = (await import('@sap/cds')).default.env.requires as unknown as Record<string, { credentials?: object }>
+    requires.Rest.credentials = { url: provider.url, headers: { 'x-api-key': 'k' } }
+  })
+  afterAll(async () => {
+    await provider?.close()
+  })
+
+  test('expected, percent, remainingMs and eta stay null while it runs; processed counts', async () => {
+    await ctx.engine.addPipeline({
+      name: 'progress-rest', source: { service: 'Rest' }, target: { entity: 'consumer.RestOffset' },
+      rest: { path: '/items', dataPath: 'data.items', pagination: { type: 'offset', pageSize: 3 } },
+    })
+    provider.state.delay = 120
+    const { runId, done } = await ctx.engine.execute('progress-rest', { async: true })
+    const { samples, final } = await watch(runId, done)
+    const moving = samples.filter(s => num(s.processed)! > 0)
+    expect(moving.length).toBeGreaterThanOrEqual(1)
+    for (const sample of moving) {
+      expect([sample.expected, sample.percent, sample.remainingMs, sample.eta]).toEqual([null, null, null, null])
+      expect(num(sample.rowsPerSecond)).toBeGreaterThan(0)
+    }
+    expect(final.expected).toBeNull()
+    expect([num(final.processed), num(final.percent), num(final.remainingMs)]).toEqual([12, 100, 0])
+  })
+})
