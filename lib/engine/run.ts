@@ -145,7 +145,7 @@ export class PipelineRun {
     try {
       const watermark = await this.transfer(this.row!)
       const endTime = new Date()
-      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, progress: this.meter.snapshot(0, 'completed') })
+      const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, replay: request.replay, progress: this.meter.snapshot(0, 'completed') })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
       LOG.info(`pipeline '${name}' ${request.mode} run completed: ${this.statistics.created} created, ${this.statistics.updated} updated, ${this.statistics.deleted} deleted`)
       await this.done('completed', endTime)

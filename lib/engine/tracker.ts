@@ -232,7 +232,7 @@ export class Tracker {
     await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ checkpoint }).where({ name, currentRun: runId }))
   }
 
-  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean; progress?: RunProgress }): Promise<boolean> {
+  async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean; progress?: RunProgress; replay?: boolean }): Promise<boolean> {
     const { statistics } = result
     return this.tx(async tx => {
       const endTime = new Date().toISOString()
@@ -241,9 +241,10 @@ export class Tracker {
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
         ...result.progress,
       }).where({ ID: runId }))
-      // lastSuccess: when the pipeline last succeeded (freshness), unlike lastSync, the data's watermark
+      // lastSuccess: when the pipeline last read its source successfully (freshness), unlike lastSync,
+      // the data's watermark; a replay of rejects reads no source and leaves it
       const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
-        status: 'idle', lastSuccess: endTime, lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
+        status: 'idle', ...(result.replay ? {} : { lastSuccess: endTime }), lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
         ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }).where({ name, currentRun: runId }))
