@@ -10,6 +10,7 @@ import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { BOUND, client, fnArgs, jsonValue } from '../helpers/management'
 import { sleep } from '../helpers/wait'
+import { ql } from '../helpers/consumer'
 
 let provider: RunningApp & { control: ProviderControl }
 const HOUR_AGO = new Date(Date.now() - 3_600_000).toISOString()
@@ -99,5 +100,14 @@ describe('freshness', () => {
     expect(latest).toMatchObject({ status: 'idle', eta: expect.any(String) })
     expect([latest.processed, latest.expected, latest.percent, latest.remainingMs].map(Number)).toEqual([12, 12, 100, 0])
     expect(Number(latest.rowsPerSecond)).toBeGreaterThan(0)
+  })
+
+  test('a CQN (database) source counts with one SELECT count: expected of an in-process source', async () => {
+    await ql.INSERT.into('host.People').entries([1, 2, 3, 4, 5, 6, 7].map(ID => ({ ID, name: ID === 7 ? '' : `P${ID}`, email: `p${ID}@example.com` })))
+    await run('people')
+    const res = await http.GET(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'people'&$orderby=startTime desc&$top=1`)
+    const [latest] = res.data.value
+    // all 7 rows are read (the hook drops one before writing)
+    expect([latest.processed, latest.expected, latest.percent].map(Number)).toEqual([7, 7, 100])
   })
 })
