@@ -48,6 +48,8 @@ const LOG = cds.log(LOGGER.engine)
 
 /** Marks the built-in handlers so user handlers are always inserted before them. */
 const BUILT_IN = new WeakSet<Handler>()
+/** Observers of pipeline events that belong to the plugin itself (telemetry): never reported as application hooks. */
+const INSTRUMENTATION = new WeakSet<Handler>()
 
 /**
  * The application's function behind a handler CAP registered in its place: `@sap/cds` 9 wraps sync
@@ -272,7 +274,17 @@ export default class DataPipelineService extends cds.Service {
     return this
   }
 
-  /** Application handlers registered for a pipeline's events (built-ins excluded). */
+  /**
+   * Registers an observer of pipeline events that is part of the plugin (e.g. the OpenTelemetry
+   * export): it runs like any before/after handler but is not an application hook, so it never
+   * shows in flowMetadata or turns a graph orange.
+   */
+  observe(phase: 'before' | 'after', event: string, handler: Handler): this {
+    INSTRUMENTATION.add(handler)
+    return phase === 'before' ? this.before(event, handler) : this.after(event, handler)
+  }
+
+  /** Application handlers registered for a pipeline's events (built-ins and the plugin's observers excluded). */
   registeredHooks(name: string): PipelineHook[] {
     const handlers = (this as unknown as { handlers: Record<'before' | 'on' | 'after', Array<HandlerEntry & Record<string, unknown>>> }).handlers
     const events = Object.values(EVENTS) as string[]
@@ -280,7 +292,7 @@ export default class DataPipelineService extends cds.Service {
     for (const phase of ['before', 'on', 'after'] as const) {
       for (const entry of handlers[phase]) {
         const event = entry[phase] as string
-        if (BUILT_IN.has(entry.handler) || !events.includes(event)) continue
+        if (BUILT_IN.has(entry.handler) || INSTRUMENTATION.has(ORIGINAL.get(entry.handler) ?? entry.handler) || !events.includes(event)) continue
         const path = entry.path as string | undefined
         if (path && path !== `${this.name}.${name}`) continue
         hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: (ORIGINAL.get(entry.handler) ?? entry.handler).name || 'anonymous' })

@@ -25,6 +25,8 @@ interface EventRequest { event: string; path?: string; data: Record<string, unkn
 export interface EventSource {
   before(event: string, handler: (req: EventRequest) => void): unknown
   after(event: string, handler: (result: unknown, req: EventRequest) => void): unknown
+  /** The engine's registration for its own observers (not reported as application hooks). */
+  observe?(phase: 'before' | 'after', event: string, handler: ((req: EventRequest) => void) | ((result: unknown, req: EventRequest) => void)): unknown
 }
 
 interface RunState { span: OtelSpan; context: OtelContext; pipeline: string; attributes: Attributes; children: Map<string, OtelSpan> }
@@ -91,18 +93,22 @@ export function instrument(srv: EventSource, api: OtelApi, options: { version?: 
     span.end()
   }
 
-  srv.before(EVENTS.START, safely(req => { startRun(req) }))
-  srv.before(EVENTS.READ, safely(req => startChild(req, 'READ', {})))
-  srv.after(EVENTS.READ, safely((_, req) => endChild(req, 'READ')))
-  srv.before(EVENTS.MAP, safely(req => startChild(req, 'MAP', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.sourceRecords) })))
-  srv.after(EVENTS.MAP, safely((_, req) => endChild(req, 'MAP', { 'batch.mapped': len(req.data.targetRecords) })))
-  srv.before(EVENTS.WRITE, safely(req => startChild(req, 'WRITE', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.targetRecords) })))
-  srv.after(EVENTS.WRITE, safely((_, req) => {
+  // registered as the engine's own observers where it offers that, so they never count as application hooks
+  const before = (event: string, handler: (req: EventRequest) => void) => { if (srv.observe) srv.observe('before', event, handler); else srv.before(event, handler) }
+  const after = (event: string, handler: (result: unknown, req: EventRequest) => void) => { if (srv.observe) srv.observe('after', event, handler); else srv.after(event, handler) }
+
+  before(EVENTS.START, safely(req => { startRun(req) }))
+  before(EVENTS.READ, safely(req => startChild(req, 'READ', {})))
+  after(EVENTS.READ, safely((_, req) => endChild(req, 'READ')))
+  before(EVENTS.MAP, safely(req => startChild(req, 'MAP', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.sourceRecords) })))
+  after(EVENTS.MAP, safely((_, req) => endChild(req, 'MAP', { 'batch.mapped': len(req.data.targetRecords) })))
+  before(EVENTS.WRITE, safely(req => startChild(req, 'WRITE', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.targetRecords) })))
+  after(EVENTS.WRITE, safely((_, req) => {
     const statistics = (req.data.statistics ?? {}) as Record<string, unknown>
     endChild(req, 'WRITE', Object.fromEntries(KINDS.map(kind => [`batch.${kind}`, num(statistics[kind])])))
   }))
 
-  srv.before(EVENTS.DONE, safely(req => {
+  before(EVENTS.DONE, safely(req => {
     const runId = runIdOf(req)
     const data = req.data
     const startTime = parseDate(data.startTime)
