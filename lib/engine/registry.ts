@@ -427,7 +427,7 @@ export class PipelineRegistry {
       await this.tracker.release(name, flushId, { status: 'failed', lastError: (error as Error).message })
       throw error
     }
-    await this.tracker.release(name, flushId, { status: 'idle', lastSync: null, lastKey: null, checkpoint: null, errorCount: 0, lastError: null })
+    await this.tracker.release(name, flushId, { status: 'idle', lastSync: null, lastKey: null, checkpoint: null, lastSuccess: null, errorCount: 0, lastError: null })
     LOG.info(`pipeline '${name}' flushed: ${deleted} rows deleted; the next run reads everything`)
     return (await this.tracker.read(name))!
   }
