@@ -62,7 +62,9 @@ export default class Graph extends Control {
 		render(rm: RenderManager, control: Graph): void {
 			const data = control.getProperty("data") as GraphData | null;
 			rm.openStart("div", control).class("pcGraph");
+			// the container scrolls (both ways) and is focusable, so every node can be reached by keyboard too
 			rm.attr("role", "group");
+			rm.attr("tabindex", "0");
 			const label = control.getProperty("ariaLabel") as string;
 			if (label) rm.attr("aria-label", label);
 			rm.openEnd();
@@ -80,7 +82,7 @@ export default class Graph extends Control {
 	/** The SVG markup of a laid-out graph; every text is escaped. */
 	static svg(result: Layout, label: string): string {
 		const parts: string[] = [];
-		parts.push(`<svg xmlns="http://www.w3.org/2000/svg" class="pcGraphSvg" viewBox="0 0 ${result.width} ${result.height}" width="${result.width}" height="${result.height}" role="img" aria-label="${escape(label)}">`);
+		parts.push(`<svg xmlns="http://www.w3.org/2000/svg" class="pcGraphSvg" viewBox="0 0 ${result.width} ${result.height}" width="${result.width}" height="${result.height}" style="max-width:${result.width}px;min-width:${Math.round(result.width * 0.7)}px" role="group" aria-label="${escape(label)}">`);
 		parts.push(`<defs><marker id="pcArrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="pcArrowHead"/></marker></defs>`);
 		for (const frame of result.frames) {
 			parts.push(`<g class="pcGroup"><rect x="${frame.x}" y="${frame.y}" width="${frame.width}" height="${frame.height}" rx="8"/>`
@@ -92,7 +94,7 @@ export default class Graph extends Control {
 		}
 		for (const node of result.boxes) {
 			const cls = ["pcNode", `pcKind-${node.kind}`, STATUS_CLASS[node.status] ?? "", node.running ? "pcRunning" : ""].join(" ").replace(/\s+/g, " ").trim();
-			const text = `${node.title}${node.description ? `, ${node.description}` : ""}${node.status === "Warning" ? ", customized" : node.status === "Error" ? ", failed" : ""}`;
+			const text = `${node.title}${node.description ? `, ${node.description}` : ""}${node.freshness === "stale" ? (node.description?.includes("stale") ? "" : ", stale") : node.status === "Warning" ? ", customized" : node.status === "Error" ? ", failed" : ""}`;
 			parts.push(`<g class="${cls}" data-key="${escape(node.key)}" data-kind="${escape(node.kind)}" tabindex="0" role="button" aria-label="${escape(text)}" transform="translate(${node.x},${node.y})">`
 				+ `<title>${escape(text)}</title>`
 				+ `<rect width="${node.width}" height="${node.height}" rx="6"/>`

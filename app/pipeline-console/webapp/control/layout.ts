@@ -14,6 +14,8 @@ export interface GraphNode {
 	status?: string;
 	description?: string;
 	running?: boolean;
+	/** Landscape pipelines: 'fresh' | 'stale' | 'unknown' (maxStaleness). */
+	freshness?: string;
 }
 
 export interface GraphLine {

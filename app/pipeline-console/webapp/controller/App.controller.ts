@@ -29,11 +29,33 @@ import type { IconTabBar$SelectEvent } from "sap/m/IconTabBar";
 import type { FlexibleColumnLayout$StateChangeEvent } from "sap/f/FlexibleColumnLayout";
 import Api, { apiError } from "../model/Api";
 import type { GraphData } from "../control/layout";
+import { duration, type HistoryRun } from "../control/HistoryChart";
 
 /** Poll intervals (SPEC "Limits"): 30 s while no pipeline runs, 3 s while any runs. */
 export const POLL_IDLE = 30000;
 export const POLL_RUNNING = 3000;
 const PREVIEW_ROWS = 10;
+/** Runs drawn by the history chart. */
+const HISTORY_RUNS = 20;
+/** Fields of the list and the runs table; the progress and freshness fields are added when the service has them. */
+const LIST_SELECT = "name,description,status,enabled,lastSync,schedule,errorCount,lastError,overrides,mode,currentRun";
+const RUNS_SELECT = "ID,status,trigger,mode,startTime,endTime,error,drift,statistics_created,statistics_updated,statistics_deleted,statistics_skipped";
+const FRESHNESS_FIELDS = ",lastSuccess,freshness,maxStaleness";
+const PROGRESS_FIELDS = ",processed,expected,percent,rowsPerSecond,remainingMs,eta";
+
+/** The active run's progress (ui>/progress). */
+interface Progress {
+	created: number;
+	updated: number;
+	deleted: number;
+	processed: number;
+	expected: number | null;
+	percent: number | null;
+	rate: number | null;
+	remainingMs: number | null;
+	eta: string | null;
+	display: string;
+}
 
 interface ConfigField {
 	path: string;
@@ -121,12 +143,16 @@ export default class App extends Controller {
 	private pollTimer?: ReturnType<typeof setTimeout>;
 	private polling?: Promise<void>;
 	private readonly dateFormat = DateFormat.getDateTimeInstance({ style: "medium" });
+	private readonly timeFormat = DateFormat.getTimeInstance({ style: "medium" });
 	private valueHelpsResumed = false;
 
 	public onInit(): void {
 		this.api = new Api(this.odata());
 		this.ui().setProperty("/inspector", this.emptyInspector("target"));
-		// first load, then poll
+		this.ui().setProperty("/fields", { progress: false, freshness: false });
+		this.ui().setProperty("/history", []);
+		// first load, then poll; the progress and freshness fields are used when the service has them
+		void this.detectFields();
 		void this.poll();
 	}
 
@@ -175,6 +201,26 @@ export default class App extends Controller {
 		};
 	}
 
+	/** Whether the service has the run progress and pipeline freshness fields; if so, they are selected too. */
+	private async detectFields(): Promise<void> {
+		const meta = this.odata().getMetaModel();
+		const has = async (path: string): Promise<boolean> => {
+			try {
+				return Boolean(await meta.requestObject(path));
+			} catch {
+				return false;
+			}
+		};
+		const [progress, freshness] = await Promise.all([has("/PipelineRuns/processed"), has("/Pipelines/freshness")]);
+		this.ui().setProperty("/fields", { progress, freshness });
+		try {
+			if (freshness) (this.control<Table>("pipelineTable").getBinding("items") as ODataListBinding).changeParameters({ $select: LIST_SELECT + FRESHNESS_FIELDS });
+			if (progress) (this.control<Table>("runsTable").getBinding("items") as ODataListBinding | undefined)?.changeParameters({ $select: RUNS_SELECT + PROGRESS_FIELDS });
+		} catch {
+			/* a binding that cannot change now keeps the basic fields */
+		}
+	}
+
 	// ---------------------------------------------------------------- formatters
 
 	public formatMessage(pattern: string, ...args: unknown[]): string {
@@ -197,12 +243,76 @@ export default class App extends Controller {
 		return this.text(anyRunning ? "pollRunning" : "pollIdle", [Math.round((interval || POLL_IDLE) / 1000)]);
 	}
 
-	public formatProgress(pattern: string, progress: { created: number; updated: number; deleted: number } | null): string {
+	public formatProgress(pattern: string, progress: Progress | null): string {
 		if (!pattern) return "";
 		if (!progress) return `${pattern}: ${this.text("progressStarting")}`;
-		const total = progress.created + progress.updated + progress.deleted;
-		return `${pattern}: ${this.text("progressValue", [total, progress.created, progress.updated, progress.deleted])}`;
+		const total = Math.max(progress.processed, progress.created + progress.updated + progress.deleted);
+		const parts = [this.text("progressValue", [number(total), number(progress.created), number(progress.updated), number(progress.deleted)])];
+		if (progress.expected !== null) parts.push(this.text("progressOf", [number(total), number(progress.expected), progress.percent ?? 0]));
+		if (progress.rate !== null) parts.push(this.text("progressRate", [number(progress.rate)]));
+		if (progress.remainingMs !== null && progress.eta) parts.push(this.text("progressEta", [duration(progress.remainingMs), this.timeFormat.format(new Date(progress.eta))]));
+		return `${pattern}: ${parts.join(" · ")}`;
 	}
+
+	/** The list's last successful run (the watermark before the service had lastSuccess). */
+	public formatLastSuccess(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
+		return this.formatLastSync(hasField ? lastSuccess : lastSync);
+	}
+
+	public formatFreshness(freshness: string | null, maxStaleness: number | string | null): string {
+		const limit = maxStaleness !== null && maxStaleness !== undefined ? duration(Number(maxStaleness)) : "";
+		if (freshness === "stale") return this.text("freshStale", [limit]);
+		if (freshness === "fresh") return this.text("freshFresh", [limit]);
+		return this.text("freshUnknown");
+	}
+
+	public formatStaleTooltip(pattern: string, maxStaleness: number | string | null): string {
+		return pattern ? formatMessage(pattern, [maxStaleness !== null && maxStaleness !== undefined ? duration(Number(maxStaleness)) : ""]) : "";
+	}
+
+	/** Milliseconds of a run (to now while it runs); null without a start. */
+	private static runMs(start: string | null, end: string | null): number | null {
+		if (!start) return null;
+		const ms = (end ? new Date(end).getTime() : Date.now()) - new Date(start).getTime();
+		return Number.isFinite(ms) && ms >= 0 ? ms : null;
+	}
+
+	public formatDuration(start: string | null, end: string | null): string {
+		const ms = App.runMs(start, end);
+		return ms === null ? "" : duration(ms);
+	}
+
+	public formatRate(start: string | null, end: string | null, created: unknown, updated: unknown, deleted: unknown): string {
+		const ms = App.runMs(start, end);
+		if (ms === null) return "";
+		const rows = Number(created ?? 0) + Number(updated ?? 0) + Number(deleted ?? 0);
+		return number(Math.round(rows / Math.max(ms / 1000, 0.001) * 10) / 10);
+	}
+
+	/** A source or target as readable fields: service, entity, kind, delta, paging (the JSON is the tooltip). */
+	public formatEndpoint(json: unknown, baseConfig: unknown, overrides: unknown, side: "source" | "target"): string {
+		const config = parseJson<Record<string, unknown>>(json);
+		if (!config) return display(json);
+		const lines: string[] = [];
+		if (config.service) lines.push(this.text("fieldService", [config.service]));
+		if (config.entity) lines.push(this.text("fieldEntity", [config.entity]));
+		const kind = config.kind ?? config.type ?? config.adapter ?? (config.query ? this.text("kindQuery")
+			: config.url || config.path ? this.text("kindRest") : config.service ? this.text("kindService") : this.text("kindLocal"));
+		lines.push(this.text("fieldKind", [typeof kind === "string" ? kind : display(kind)]));
+		if (side === "source") {
+			const mode = this.setting(baseConfig, overrides, "mode");
+			const delta = this.setting(baseConfig, overrides, "delta") as { mode?: string; field?: string } | undefined;
+			lines.push(this.text("fieldDelta", [mode === "full" || !delta ? this.text("deltaFull")
+				: delta.field ? this.text("deltaOn", [delta.mode ?? "timestamp", delta.field]) : delta.mode ?? display(delta)]));
+			const batch = config.batchSize ?? this.setting(baseConfig, overrides, "source.batchSize");
+			lines.push(this.text("fieldPaging", [batch ? this.text("pagingBatch", [number(batch)]) : this.text("pagingDefault")]));
+		} else {
+			const batch = config.batchSize;
+			if (batch) lines.push(this.text("fieldPaging", [this.text("pagingBatch", [number(batch)])]));
+		}
+		return lines.join("\n");
+	}
+
 
 	public formatDeviations(deviations: FlowData["deviations"] | undefined): string {
 		if (!deviations?.length) return "";
@@ -454,12 +564,44 @@ export default class App extends Controller {
 				this.updateRejectsTitle();
 			}
 		}
-		const running = table.getItems().map(i => i.getBindingContext() as Context | null).find(c => c?.getProperty("status") === "running");
-		this.ui().setProperty("/progress", running ? {
-			created: Number(running.getProperty("statistics_created") ?? 0),
-			updated: Number(running.getProperty("statistics_updated") ?? 0),
-			deleted: Number(running.getProperty("statistics_deleted") ?? 0)
-		} : null);
+		const contexts = table.getItems().map(i => i.getBindingContext() as Context | null).filter((c): c is Context => Boolean(c));
+		const running = contexts.find(c => c.getProperty("status") === "running");
+		this.ui().setProperty("/progress", running ? this.progressOf(running) : null);
+		this.ui().setProperty("/history", contexts.slice(0, HISTORY_RUNS).reverse().map(c => this.historyRun(c)));
+	}
+
+	/** A run's progress; the progress fields are null (unknown) when the service does not have them. */
+	private progressOf(run: Context): Progress {
+		const numeric = (field: string): number | null => {
+			const value = run.getProperty(field) as unknown;
+			return value === null || value === undefined || value === "" ? null : Number(value);
+		};
+		const created = numeric("statistics_created") ?? 0;
+		const updated = numeric("statistics_updated") ?? 0;
+		const deleted = numeric("statistics_deleted") ?? 0;
+		const processed = numeric("processed") ?? created + updated + deleted;
+		const expected = numeric("expected");
+		const percent = expected === null ? null : numeric("percent") ?? (expected > 0 ? Math.min(100, Math.round(processed / expected * 10000) / 100) : 0);
+		const ms = App.runMs(run.getProperty("startTime") as string | null, null);
+		const rate = numeric("rowsPerSecond") ?? (ms ? Math.round(processed / Math.max(ms / 1000, 0.001) * 100) / 100 : null);
+		const remainingMs = numeric("remainingMs");
+		const eta = (run.getProperty("eta") as string | null | undefined) ?? null;
+		const parts = [expected === null ? this.text("progressRead", [number(processed)]) : this.text("progressOf", [number(processed), number(expected), percent ?? 0])];
+		if (rate !== null) parts.push(this.text("progressRate", [number(rate)]));
+		if (remainingMs !== null && eta) parts.push(this.text("progressEta", [duration(remainingMs), this.timeFormat.format(new Date(eta))]));
+		return { created, updated, deleted, processed, expected, percent, rate, remainingMs, eta, display: parts.join(" · ") };
+	}
+
+	/** A run as the history chart draws it. */
+	private historyRun(run: Context): HistoryRun {
+		const status = String(run.getProperty("status") ?? "");
+		const start = run.getProperty("startTime") as string | null;
+		const durationMs = App.runMs(start, run.getProperty("endTime") as string | null) ?? 0;
+		const rows = ["statistics_created", "statistics_updated", "statistics_deleted"].reduce((sum, field) => sum + Number(run.getProperty(field) ?? 0), 0);
+		return {
+			id: String(run.getProperty("ID") ?? ""), status, start: start ?? "", durationMs, rows,
+			label: this.text("historyRun", [this.formatDateTime(start), status, duration(durationMs), number(rows)])
+		};
 	}
 
 	private rejectsBinding(): ODataListBinding | undefined {
@@ -601,7 +743,7 @@ export default class App extends Controller {
 		table.destroyItems();
 		for (const column of result.columns) table.addColumn(new Column({ header: new Text({ text: column.name, tooltip: column.type }) }));
 		for (const row of result.rows)
-			table.addItem(new ColumnListItem({ cells: result.columns.map(c => new Text({ text: display(row[c.name]), wrapping: false })) }));
+			table.addItem(new ColumnListItem({ cells: result.columns.map(c => new Text({ text: display(row[c.name]), wrapping: false, tooltip: display(row[c.name]) || undefined })) }));
 	}
 
 	public async onEnabledChange(event: Switch$ChangeEvent): Promise<void> {
