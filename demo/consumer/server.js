@@ -19,6 +19,8 @@ cds.on('served', async () => {
     // compare the provider's keys with the local ones and delete what is gone (Pipelines.lastSweep)
     deletes: { sweep: { every: '1h' }, maxShare: 0.2 },
     schedule: { every: '30s' },
+    // freshness: stale (a warning in the console) when no run succeeded for 10 minutes
+    maxStaleness: '10m',
   })
 
   // 2. Full copy of the (small) product catalog: every run replaces the table atomically.
@@ -33,6 +35,7 @@ cds.on('served', async () => {
     onError: { mode: 'skip', maxSkipped: 10 },
     schemaDrift: 'warn',
     schedule: { every: '5m' },
+    maxStaleness: '30m',
   })
 
   // 3. Query shape: a derived snapshot aggregated from the replicated orders (local database).

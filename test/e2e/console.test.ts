@@ -28,6 +28,8 @@ let browser: Browser
 let context: BrowserContext
 let page: Page
 let base: string
+/** While set, the proxy answers every Orders request with HTTP 500 (a failed run for the history chart). */
+let failOrders = false
 const requests: Array<{ url: string; at: number; method: string }> = []
 const problems: string[] = []
 const timings: Record<string, number> = {}
@@ -36,6 +38,11 @@ const timings: Record<string, number> = {}
 function startProxy(target: string): Promise<string> {
   const upstream = new URL(target)
   proxy = http.createServer((req, res) => {
+    if (failOrders && /\/Orders\b/.test(req.url ?? '')) {
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { code: '500', message: 'provider down (test)' } }))
+      return
+    }
     const forward = () => {
       const out = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } }, answer => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
@@ -132,6 +139,7 @@ afterAll(async () => {
   if (base) {
     await api(bound('orders', 'setEnabled'), { method: 'POST', body: JSON.stringify({ enabled: true }) }).catch(() => undefined)
     await api(bound('products', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'source.batchSize' }) }).catch(() => undefined)
+    await api(bound('revenue-by-country', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'maxStaleness' }) }).catch(() => undefined)
   }
   await browser?.close()
   await new Promise(resolve => proxy ? proxy.close(resolve) : resolve(undefined))
@@ -219,8 +227,24 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await waitUntil(async () => /[1-9]\d* records so far/.test((await page.locator(byId('progressStrip')).textContent()) ?? ''), 'run progress with records', 20_000)
     console.log(`progress seen: ${await page.locator(byId('progressStrip')).textContent()}`)
     await screenshot(byId('detailPage'), 'console-column-2-detail-running.png')
-    // and back to idle
-    await waitUntil(async () => (await row('orders').locator('.sapMObjStatusText').first().textContent()) === 'idle', 'orders idle again', 60_000)
+    // the progress indicator (records of expected, percent, rows/s, ETA) advances with the 3 s polls; then back to idle
+    const indicator = page.locator(byId('progressIndicator'))
+    const samples: Array<{ value: number; text: string }> = []
+    await waitUntil(async () => {
+      if (await indicator.isVisible().catch(() => false)) {
+        const value = Number(await indicator.getAttribute('aria-valuenow'))
+        const text = await textOf(byId('progressIndicator')).catch(() => '')
+        if (text && (!samples.length || samples[samples.length - 1].value !== value)) {
+          samples.push({ value, text })
+          if (samples.length === 2) await screenshot(byId('detailPage'), 'console-column-2-progress.png').catch(() => undefined)
+        }
+      }
+      return (await row('orders').locator('.sapMObjStatusText').first().textContent()) === 'idle'
+    }, 'orders idle again', 60_000)
+    console.log(`progress indicator samples: ${samples.map(s => `${s.value}% "${s.text}"`).join(' | ')}`)
+    expect(samples.length).toBeGreaterThanOrEqual(2)
+    for (let i = 1; i < samples.length; i++) expect(samples[i].value).toBeGreaterThan(samples[i - 1].value)
+    expect(samples[0].text).toMatch(/^[\d,]+ of [\d,]+ records \([\d.]+ %\) · [\d,.]+ rows\/s/)
     const ended = Date.now()
     const during = polls().filter(t => t > clicked && t <= ended)
     const gaps = during.slice(1).map((t, i) => t - during[i])
@@ -254,6 +278,65 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     expect(latest.statistics_created).toBeGreaterThan(0)
     const count = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
     expect(await rows.count()).toBe(Math.min(count, 20))
+    // duration and rows per second of the run
+    const ms = Date.parse(latest.endTime) - Date.parse(latest.startTime)
+    const moved = latest.statistics_created + latest.statistics_updated + latest.statistics_deleted
+    expect((await rows.first().locator('.pcDuration').innerText()).trim()).toMatch(/^\d+(\.\d)? s$|^\d+ ms$|^\d+ min( \d+ s)?$/)
+    expect((await rows.first().locator('.pcRate').innerText()).trim()).toBe(n(Math.round(moved / Math.max(ms / 1000, 0.001) * 10) / 10))
+    // the history chart: one bar per run (newest on the right), failed runs red
+    const bars = page.locator(`${byId('historyChart')} g.pcRun`)
+    await waitUntil(async () => (await bars.count()) === Math.min(count, 20), 'one bar per run')
+    expect(await bars.last().getAttribute('data-run')).toBe(latest.ID)
+    expect(await bars.last().getAttribute('aria-label')).toContain(`${n(moved)} rows moved`)
+    const recent = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$orderby=startTime desc&$top=20&$select=status`)).data.value
+    await expect(page.locator(`${byId('historyChart')} rect.pcBar.pcFailed`).count()).resolves.toBe(recent.filter((r: { status: string }) => r.status === 'failed').length)
+    await screenshot(byId('historyChart'), 'console-history-chart.png')
+  })
+
+  test('overview: source and target as readable fields, the last successful run apart from the watermark', async () => {
+    await select('orders')
+    await tab('Overview')
+    const tracker = await pipeline('orders')
+    expect(tracker.lastSuccess).toBeTruthy()
+    expect(tracker.freshness).toBe('fresh')
+    await waitUntil(async () => /service: SalesService/.test(await textOf(byId('detailSource'))), 'the source as fields')
+    const source = await textOf(byId('detailSource'))
+    for (const part of ['service: SalesService', 'entity: Orders', 'kind: ', 'delta: timestamp on modifiedAt', 'paging: 500 records per batch']) expect(source).toContain(part)
+    expect(source).not.toContain('{')
+    expect(await textOf(byId('detailTarget'))).toContain('entity: demo.Orders')
+    // the JSON in full as the tooltip
+    expect(JSON.parse((await page.locator(byId('detailSource')).getAttribute('title')) ?? '')).toMatchObject({ service: 'SalesService', entity: 'Orders' })
+    // last successful run and freshness, the watermark apart
+    await waitUntil(async () => page.locator(byId('detailLastSuccess')).isVisible(), 'the last successful run')
+    const lastSuccess = await textOf(byId('detailLastSuccess'))
+    expect(lastSuccess).not.toBe('never run')
+    expect(lastSuccess).toMatch(/\d{4}/)
+    expect(await textOf(`${byId('detailFreshness')} .sapMObjStatusText`)).toBe('fresh (last success within 10 min)')
+    expect(await textOf(byId('detailLastSync'))).toMatch(/\d{4}/)
+    const form = await textOf(byId('overviewForm'))
+    expect(form).toContain('Last successful run')
+    expect(form).toContain('Watermark (last sync)')
+    await screenshot(byId('detailPage'), 'console-column-2-overview-fields.png')
+  })
+
+  test('a stale pipeline (maxStaleness exceeded) warns in the list and the landscape', async () => {
+    const set = await api(bound('revenue-by-country', 'setOverrides'), { method: 'POST', body: JSON.stringify({ overrides: JSON.stringify({ maxStaleness: 1 }) }) })
+    expect(set.status).toBeLessThan(300)
+    try {
+      await waitUntil(async () => (await pipeline('revenue-by-country')).freshness === 'stale', 'stale in the API')
+      await page.locator(byId('refreshButton')).click()
+      const stale = row('revenue-by-country').locator('.pcStale')
+      await waitUntil(async () => stale.isVisible(), 'the stale warning in the list')
+      expect(await stale.getAttribute('class')).toContain('sapMObjStatusWarning')
+      expect(isOrange(await stale.locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
+      expect(await row('orders').locator('.pcStale').isVisible()).toBe(false) // orders ran a moment ago (maxStaleness 10 min)
+      const node = page.locator(`${byId('landscapeGraph')} g.pcNode[data-key="pipeline:revenue-by-country"]`)
+      await waitUntil(async () => (await node.getAttribute('class'))?.includes('pcWarning') && /stale/.test((await node.getAttribute('aria-label')) ?? ''), 'the stale landscape node')
+      expect(isOrange(await node.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+      await screenshot(byId('listPage'), 'console-column-1-stale.png')
+    } finally {
+      await api(bound('revenue-by-country', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'maxStaleness' }) })
+    }
   })
 
   test('an override edited in the UI is orange and in configView', async () => {
@@ -313,6 +396,63 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await page.locator(byId('openInspector')).click()
     await page.locator(`${byId('sideToggle')} li, ${byId('sideToggle')} button`).filter({ hasText: 'Source' }).first().click()
     await page.locator(byId('limitedStrip')).waitFor({ timeout: 15_000 })
+  })
+
+  test('three columns: the list stays readable, long values in full as tooltips, every flow node reachable by scrolling and keyboard', async () => {
+    await page.locator(byId('inspectorPage')).waitFor()
+    // list: each description in one line (at most two), the name and description in full as the tooltip
+    for (const name of ['orders', 'products', 'revenue-by-country']) {
+      const identifier = row(name).locator('.sapMObjectIdentifier').first()
+      const { height, line } = await identifier.locator('.sapMObjectIdentifierText').evaluate(el => {
+        const style = getComputedStyle(el)
+        return { height: el.getBoundingClientRect().height, line: parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.4 }
+      })
+      expect(height).toBeLessThanOrEqual(line * 2 + 2)
+      const title = await identifier.evaluate(el => el.closest('td')?.querySelector('[title]')?.getAttribute('title'))
+      expect(title).toBe(`${name}: ${(await pipeline(name)).description}`)
+    }
+    // inspector cells: the full value as the tooltip
+    const cells = page.locator(`${byId('inspectorTable')} tr.sapMLIB .sapMText`)
+    await cells.first().waitFor()
+    for (const cell of (await cells.all()).slice(0, 10)) {
+      const text = (await cell.innerText()).trim()
+      if (text) expect(await cell.getAttribute('title')).toBe(text)
+    }
+    // the data-flow graph in the middle column: scrollable, focusable, every node reachable
+    // (at this width the tab is in the tab bar's overflow menu: selected through the IconTabBar)
+    await page.evaluate(() => {
+      const Element = (window as unknown as { sap: { ui: { require(name: string): { getElementById(id: string): { setSelectedKey(key: string): void } } } } }).sap.ui.require('sap/ui/core/Element')
+      Element.getElementById(document.querySelector('[data-sap-ui$="--detailTabs"]')!.id).setSelectedKey('flow')
+    })
+    const graph = page.locator(byId('flowGraph'))
+    await graph.locator('g.pcNode').first().waitFor()
+    expect(await graph.getAttribute('tabindex')).toBe('0')
+    const column = await page.locator(byId('detailPage')).evaluate(el => el.getBoundingClientRect().toJSON())
+    const box = await graph.evaluate(el => el.getBoundingClientRect().toJSON())
+    expect(box.right).toBeLessThanOrEqual(column.right + 1) // the graph's container fits its column
+    const nodes = await graph.locator('g.pcNode').all()
+    expect(nodes.length).toBeGreaterThanOrEqual(5)
+    for (const node of nodes) {
+      const key = await node.getAttribute('data-key')
+      await node.evaluate(el => el.scrollIntoView({ block: 'nearest', inline: 'nearest' }))
+      const inside = await node.evaluate(el => {
+        const container = el.closest('.pcGraph')!.getBoundingClientRect()
+        const r = el.getBoundingClientRect()
+        return r.width > 0 && r.left >= container.left - 1 && r.right <= container.right + 1 && r.top >= container.top - 1 && r.bottom <= container.bottom + 1
+          && r.right <= window.innerWidth && r.bottom <= window.innerHeight
+      })
+      expect(inside, `node ${key} inside the visible area`).toBe(true)
+      expect(await node.getAttribute('tabindex')).toBe('0')
+      expect((await node.getAttribute('aria-label')) ?? '').not.toBe('')
+      await node.focus()
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('data-key'))).toBe(key)
+    }
+    // Tab from the graph's container reaches its first node
+    await graph.focus()
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate(() => document.activeElement?.classList.contains('pcNode'))).toBe(true)
+    await page.locator(`${byId('flowGraph')} g.pcNode[data-key="PIPELINE.DONE"]`).evaluate(el => el.scrollIntoView({ block: 'nearest', inline: 'nearest' }))
+    await page.screenshot({ path: path.join(RESULTS, 'console-three-columns-flow.png') })
   })
 
   test('API errors are shown as readable messages', async () => {
@@ -470,6 +610,33 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await waitUntil(async () => page.locator(byId('driftBox')).isVisible(), 'the drift warnings after the replay')
     await expect(page.locator(`${byId('landscapeGraph')} g.pcNode.pcWarning[data-key="source:SalesService/Products"]`).count()).resolves.toBe(1)
   })
+
+  test('a failed run is red in the history chart', async () => {
+    failOrders = true
+    try {
+      const started = await api(bound('orders', 'start'), { method: 'POST', body: JSON.stringify({ async: true, trigger: 'manual' }) })
+      expect(started.status).toBeLessThan(300)
+      const failed = await waitUntil(async () => {
+        const run = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$orderby=startTime desc&$top=1`)).data.value[0]
+        return run?.status === 'failed' ? run : undefined
+      }, 'a failed orders run', 90_000)
+      await select('orders')
+      await tab('Runs')
+      await page.locator(byId('refreshButton')).click()
+      const bar = page.locator(`${byId('historyChart')} g.pcRun[data-run="${failed.ID}"]`)
+      await bar.waitFor()
+      expect(await bar.getAttribute('data-status')).toBe('failed')
+      const rect = bar.locator('rect.pcBar')
+      expect(await rect.getAttribute('class')).toContain('pcFailed')
+      const [r, g, b] = (/rgba?\((\d+), (\d+), (\d+)/.exec(await rect.evaluate(el => getComputedStyle(el).fill)) ?? []).slice(1).map(Number)
+      expect(r).toBeGreaterThan(150)
+      expect(g).toBeLessThan(60)
+      expect(b).toBeLessThan(60)
+      await screenshot(byId('historyChart'), 'console-history-chart-failed.png')
+    } finally {
+      failOrders = false
+    }
+  }, 120_000)
 
   test('no request leaves the host origin and nothing failed to load', async () => {
     const origin = new URL(base).origin

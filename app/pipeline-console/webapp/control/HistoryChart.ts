@@ -104,8 +104,8 @@ export default class HistoryChart extends Control {
 		parts.push(`<text x="${LEFT - 4}" y="${bottom}" text-anchor="end">0</text>`);
 		parts.push(`<text x="${LEFT + plotW + 4}" y="${TOP + 8}">${escape(maxRows.toLocaleString("en-US"))}</text>`);
 		parts.push(`<text x="${LEFT + plotW + 4}" y="${bottom}">0</text>`);
-		parts.push(`<text x="${LEFT}" y="${HEIGHT - 6}">${escape("▮ duration")}</text>`);
-		parts.push(`<text x="${LEFT + plotW}" y="${HEIGHT - 6}" text-anchor="end">${escape("— rows moved")}</text>`);
+		parts.push(`<text x="${LEFT}" y="${HEIGHT - 6}">${escape("bars: duration")}</text>`);
+		parts.push(`<text x="${LEFT + plotW}" y="${HEIGHT - 6}" text-anchor="end">${escape("line: rows moved")}</text>`);
 		const points: string[] = [];
 		runs.forEach((run, i) => {
 			const cx = LEFT + slot * i + slot / 2;

@@ -37,12 +37,6 @@ export const POLL_RUNNING = 3000;
 const PREVIEW_ROWS = 10;
 /** Runs drawn by the history chart. */
 const HISTORY_RUNS = 20;
-/** Fields of the list and the runs table; the progress and freshness fields are added when the service has them. */
-const LIST_SELECT = "name,description,status,enabled,lastSync,schedule,errorCount,lastError,overrides,mode,currentRun";
-const RUNS_SELECT = "ID,status,trigger,mode,startTime,endTime,error,drift,statistics_created,statistics_updated,statistics_deleted,statistics_skipped";
-const FRESHNESS_FIELDS = ",lastSuccess,freshness,maxStaleness";
-const PROGRESS_FIELDS = ",processed,expected,percent,rowsPerSecond,remainingMs,eta";
-
 /** The active run's progress (ui>/progress). */
 interface Progress {
 	created: number;
@@ -201,7 +195,7 @@ export default class App extends Controller {
 		};
 	}
 
-	/** Whether the service has the run progress and pipeline freshness fields; if so, they are selected too. */
+	/** Whether the service has the run progress and pipeline freshness fields (the list shows the watermark without them). */
 	private async detectFields(): Promise<void> {
 		const meta = this.odata().getMetaModel();
 		const has = async (path: string): Promise<boolean> => {
@@ -213,12 +207,6 @@ export default class App extends Controller {
 		};
 		const [progress, freshness] = await Promise.all([has("/PipelineRuns/processed"), has("/Pipelines/freshness")]);
 		this.ui().setProperty("/fields", { progress, freshness });
-		try {
-			if (freshness) (this.control<Table>("pipelineTable").getBinding("items") as ODataListBinding).changeParameters({ $select: LIST_SELECT + FRESHNESS_FIELDS });
-			if (progress) (this.control<Table>("runsTable").getBinding("items") as ODataListBinding | undefined)?.changeParameters({ $select: RUNS_SELECT + PROGRESS_FIELDS });
-		} catch {
-			/* a binding that cannot change now keeps the basic fields */
-		}
 	}
 
 	// ---------------------------------------------------------------- formatters
