@@ -23,6 +23,10 @@ import { CqnSourceAdapter } from '../adapters/source/cqn.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import { TenantFanOut } from './fanout.js'
 import { contextTenant, tenancy } from './tenancy.js'
+import { afterCurrentTransaction } from './after-transaction.js'
+
+/** At the latest this long after a queue task's start, its run starts even if the task's transaction has not ended. */
+const QUEUED_RUN_FALLBACK = 5000
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -405,7 +409,7 @@ export class PipelineRegistry {
     // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
     // request's open transaction would hold the connection the batch transactions wait for)
     const execution = afterTransaction
-      ? new Promise<RunOutcome>((resolve, reject) => afterCurrentTransaction(() => { detached(() => run.execute(), request.tenant).then(resolve, reject) }))
+      ? new Promise<RunOutcome>((resolve, reject) => afterCurrentTransaction(() => { detached(() => run.execute(), request.tenant).then(resolve, reject) }, QUEUED_RUN_FALLBACK))
       : detached(() => run.execute(), request.tenant)
     if (!request.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
@@ -716,25 +720,6 @@ function checkOrigin(pipeline: ResolvedPipeline): void {
   const entity = findEntity(target.entity) ?? (target.service ? findEntity(`${target.service}.${target.entity}`) : undefined)
   if (entity && !keyNames(entity).includes(ORIGIN_COLUMN))
     throw invalidConfig('source.origin', `needs target.entity '${target.entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`)
-}
-
-/**
- * Calls `fn` once the current root transaction (a queue task's) has ended, or soon when there
- * is none; a fallback timer makes sure a guarded run always starts.
- */
-function afterCurrentTransaction(fn: () => void): void {
-  let started = false
-  const start = () => {
-    if (started) return
-    started = true
-    clearTimeout(fallback)
-    fn()
-  }
-  const fallback = setTimeout(start, 5000)
-  fallback.unref()
-  const context = cds.context as unknown as { tx?: unknown; on?(event: string, listener: () => void): void } | undefined
-  if (context?.tx && typeof context.on === 'function') context.on('done', () => { setImmediate(start) })
-  else setImmediate(start)
 }
 
 /** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */

@@ -18,6 +18,7 @@ import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
 import { inTenant } from './context.js'
+import { afterCurrentTransaction } from '../engine/after-transaction.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
 import { responseCache } from '../federation/cache/response.js'
@@ -131,27 +132,6 @@ export function tenantSettled(tenant: string): Promise<void> {
   return pending.get(tenant) ?? Promise.resolve()
 }
 
-/**
- * Runs `fn` once the current request's transaction has ended. The deployment of a tenant's
- * database runs in the subscribe/upgrade request's transaction, which holds the tenant's
- * connection (SQLite: the only one) until the request ends: the engine's own transactions on
- * that database can only start afterwards.
- */
-function afterRequest(fn: () => void): void {
-  let started = false
-  const start = () => {
-    if (started) return
-    started = true
-    clearTimeout(fallback)
-    setImmediate(fn)
-  }
-  const fallback = setTimeout(start, MULTITENANCY.lifecycleFallback)
-  fallback.unref()
-  const context = cds.context as unknown as { tx?: unknown; on?(event: string, listener: () => void): void } | undefined
-  if (context?.tx && typeof context.on === 'function') context.on('done', start)
-  else start()
-}
-
 /** Registers the lifecycle handlers on CAP's DeploymentService (served in this process). */
 export function attachDeploymentHooks(ds: DeploymentService): void {
   const handle = async (what: string, tenant: string, fn: (tenant: string) => Promise<unknown>) => {
@@ -166,7 +146,8 @@ export function attachDeploymentHooks(ds: DeploymentService): void {
     const tenant = tenantOf(req)
     if (!tenant) return
     const previous = pending.get(tenant) ?? Promise.resolve()
-    const next = new Promise<void>(resolve => afterRequest(() => { void previous.then(() => handle(what, tenant, fn)).then(resolve) }))
+    // the tenant's deployment runs in the request's transaction, which holds its connection until the request ends
+    const next = new Promise<void>(resolve => afterCurrentTransaction(() => { void previous.then(() => handle(what, tenant, fn)).then(resolve) }, MULTITENANCY.lifecycleFallback))
     pending.set(tenant, next)
   }
   ds.after('subscribe', later('subscribe', onSubscribe))

@@ -75,12 +75,18 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
 
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */
   protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest, counted = false): Promise<PageResult> {
-    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
-    if (request.filter) query.where(toCqn(request.filter))
+    const query = this.pageQuery(entity, columns, request)
     const records = (await this.service!.run(query)) as DataRecord[]
     // progress of a run: the first page of a segment also counts the segment's filter (one cheap query)
     const count = counted && request.count ? await this.countOf(entity, request) : undefined
     return { records, exact: isDatabaseService(this.service), ...(count === undefined ? {} : { count }) }
+  }
+
+  /** The CQN of one ordered keyset page: the columns, the page's filter, its order, at most `top` rows. */
+  protected pageQuery(entity: CsnEntity, columns: string[], request: PageRequest): Query {
+    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
+    if (request.filter) query.where(toCqn(request.filter))
+    return query
   }
 
   /** `SELECT count(1)` of the page's filter; undefined when the service cannot answer it. */

@@ -16,9 +16,8 @@
 import cds from '@sap/cds'
 import { CqnSourceAdapter } from './cqn.js'
 import type { PageRequest, PageResult } from './pager.js'
-import { toCqn } from '../predicate.js'
 import { LOGGER } from '../../constants.js'
-import { ql, type QueryRunner } from '../../model/ql.js'
+import type { QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
 import { cachedDocument, documentKey, entityOfCsn, forgetLiveDocument, type LiveShape } from './live-shape.js'
 import type { DataRecord } from '../../pipeline/types.js'
@@ -167,8 +166,7 @@ export class HcqlSourceAdapter extends CqnSourceAdapter {
 
   /** One keyset page; the first page of a segment also asks for the segment's count. */
   protected override async entityPage(entity: CsnEntity, columns: string[], request: PageRequest): Promise<PageResult> {
-    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
-    if (request.filter) query.where(toCqn(request.filter))
+    const query = this.pageQuery(entity, columns, request)
     if (request.count) (query.SELECT as { count?: boolean }).count = true
     if (LOG._debug) LOG.debug('HCQL', this.pipeline.config.source.service, JSON.stringify(query))
     const result = (await this.service!.run(query)) as CountedResult
