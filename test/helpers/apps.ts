@@ -33,6 +33,25 @@ function listening(child: ChildProcess, dir: string, timeout: number): Promise<{
   })
 }
 
+/** A `cds-serve` child process once it listens: its URL, its output, and how to end it. */
+async function served(child: ChildProcess, dir: string, timeout: number): Promise<RunningApp> {
+  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
+  const { url, output } = await listening(child, dir, timeout)
+  return {
+    url,
+    child,
+    output,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM')
+      await exited
+    },
+    async kill() {
+      child.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
 export interface RunningApp {
   url: string
   child: ChildProcess
@@ -48,21 +67,7 @@ export async function startApp(dir: string, options: { env?: Record<string, stri
     env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const { url, output } = await listening(child, dir, options.timeout ?? 30_000)
-  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
-  return {
-    url,
-    child,
-    output,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM')
-      await exited
-    },
-    async kill() {
-      child.kill('SIGKILL')
-      await exited
-    },
-  }
+  return served(child, dir, options.timeout ?? 30_000)
 }
 
 export async function startProvider(env?: Record<string, string>): Promise<RunningApp & { control: ProviderControl }> {
@@ -141,19 +146,5 @@ export function runCds(args: string[], cwd: string, timeout = 120_000, env: Reco
 export async function startInstalledApp(dir: string, options: { env?: Record<string, string>; timeout?: number } = {}): Promise<RunningApp> {
   const serve = path.join(dir, 'node_modules/@sap/cds/bin/serve.js')
   const child = spawn(process.execPath, [serve, '--port', '0'], { cwd: dir, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
-  const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
-  const { url, output } = await listening(child, dir, options.timeout ?? 60_000)
-  return {
-    url,
-    child,
-    output,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM')
-      await exited
-    },
-    async kill() {
-      child.kill('SIGKILL')
-      await exited
-    },
-  }
+  return served(child, dir, options.timeout ?? 60_000)
 }

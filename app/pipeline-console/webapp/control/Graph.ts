@@ -4,6 +4,7 @@ import type { MetadataOptions } from "sap/ui/core/Element";
 import type RenderManager from "sap/ui/core/RenderManager";
 import type { PropertyBindingInfo } from "sap/ui/base/ManagedObject";
 import { layout, type GraphData, type Layout } from "./layout";
+import { escape } from "./svg";
 
 export interface $GraphSettings extends $ControlSettings {
 	data?: GraphData | PropertyBindingInfo | `{${string}}`;
@@ -12,8 +13,6 @@ export interface $GraphSettings extends $ControlSettings {
 	nodePress?: (event: unknown) => void;
 }
 
-const escape = (text: unknown): string => String(text ?? "")
-	.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 
 /** Cuts a title to what fits into a node box. */
 const fit = (text: string, max: number): string => text.length > max ? `${text.slice(0, max - 1)}…` : text;

@@ -3,6 +3,7 @@ import type RenderManager from "sap/ui/core/RenderManager";
 import type { MetadataOptions } from "sap/ui/core/Element";
 import type { $ControlSettings } from "sap/ui/core/Control";
 import type { PropertyBindingInfo } from "sap/ui/base/ManagedObject";
+import { escape } from "./svg";
 
 /** One run as the chart draws it (oldest first). */
 export interface HistoryRun {
@@ -23,7 +24,6 @@ export interface $HistoryChartSettings extends $ControlSettings {
 	emptyText?: string | PropertyBindingInfo;
 }
 
-const escape = (text: unknown): string => String(text ?? "").replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
 
 const WIDTH = 640;
 const HEIGHT = 180;
