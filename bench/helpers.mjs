@@ -1,12 +1,14 @@
 /**
- * Shared by the benchmarks (bench/run.mjs, bench/adapters.mjs): child processes for providers
- * and consumer workers, the provider's ControlService, and CPU time of another process.
+ * Shared by the benchmarks (bench/run.mjs, bench/adapters.mjs, …): child processes for providers
+ * and consumer workers, the provider's ControlService, CPU time of another process, and the
+ * databases of a run (SQLite files and PostgreSQL databases deployed with CAP's own `cds deploy`).
  */
-import { fork, spawn } from 'node:child_process'
+import { execFile, fork, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 
 const require = createRequire(import.meta.url)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -39,12 +41,15 @@ export async function startChild(args, { cwd = ROOT, env = process.env, ready, n
   return { url, child, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
 }
 
-/** The OData provider (test/fixtures/provider: V4 at /odata/v4/catalog, V2 at /odata/v2/catalog) in its own process, in-memory SQLite. */
-export function startProvider({ env = {} } = {}) {
+/**
+ * The OData provider (test/fixtures/provider: V4 at /odata/v4/catalog, V2 at /odata/v2/catalog) in its
+ * own process: in-memory SQLite, or the SQLite file `dbFile` (deployed with `deploySqlite` first).
+ */
+export function startProvider({ env = {}, dbFile } = {}) {
   const serve = require.resolve('@sap/cds/bin/serve.js')
   return startChild([serve, '--port', '0'], {
     cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env },
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...(dbFile ? sqliteEnv(dbFile) : {}), ...env },
     ready: /server listening on \{ url: '([^']+)'/,
     name: 'provider',
   })
@@ -77,13 +82,13 @@ export function processCpuMs(pid) {
  * Forks `file --worker` in the consumer fixture's folder (or `cwd`) with `options` in BENCH_OPTIONS;
  * prints its `progress` messages and resolves with its `result` message.
  */
-export function runWorker(file, options, { cwd = CONSUMER_DIR } = {}) {
+export function runWorker(file, options, { cwd = CONSUMER_DIR, env = {} } = {}) {
   return new Promise((resolve, reject) => {
     const child = fork(file, ['--worker'], {
       cwd,
       execPath: process.execPath,
       execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
-      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', BENCH_OPTIONS: JSON.stringify(options) },
+      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env, BENCH_OPTIONS: JSON.stringify(options) },
       // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
       stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
     })
@@ -95,4 +100,65 @@ export function runWorker(file, options, { cwd = CONSUMER_DIR } = {}) {
     })
     child.on('exit', code => (result ? resolve(result) : reject(new Error(`bench worker exited with ${code} and no result`))))
   })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases: SQLite files and PostgreSQL databases (127.0.0.1:5432, trust, user postgres; PGHOST,
+// PGPORT, PGUSER, PGPASSWORD override), both deployed with CAP's own `cds deploy` of an app.
+
+/** Environment for a CAP process (server, `cds deploy`) whose `db` is the SQLite file `file`. */
+export function sqliteEnv(file) {
+  return { CDS_CONFIG: JSON.stringify({ requires: { db: { kind: 'sqlite', credentials: { url: file } } } }) }
+}
+
+export const PG = {
+  host: process.env.PGHOST ?? '127.0.0.1',
+  port: Number(process.env.PGPORT ?? 5432),
+  user: process.env.PGUSER ?? 'postgres',
+  password: process.env.PGPASSWORD ?? '',
+}
+
+/** CAP's `cds.requires.db` for a PostgreSQL database: the `postgres` kind of @cap-js/postgres plus credentials. */
+export function postgresConfig(database) {
+  const plugin = require('@cap-js/postgres/package.json')
+  return { ...plugin.cds.requires.kinds.postgres, credentials: { host: PG.host, port: PG.port, user: PG.user, password: PG.password, database } }
+}
+
+/** Environment for a CAP process whose `db` is the PostgreSQL database `database`. */
+export function postgresEnv(database) {
+  return { CDS_CONFIG: JSON.stringify({ requires: { db: postgresConfig(database) } }) }
+}
+
+/** Runs one statement on `database` (default: the maintenance database) with its own connection. */
+export async function pgQuery(sql, database = 'postgres') {
+  const { Client } = require('pg')
+  const client = new Client({ ...PG, database })
+  await client.connect()
+  try { return (await client.query(sql)).rows } finally { await client.end() }
+}
+
+const assertDbName = name => { if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a bench database name: '${name}'`) }
+
+/** Creates `database`, as a copy of `template` when given (fast: no deploy per copy). */
+export async function createPgDatabase(database, template) {
+  assertDbName(database)
+  if (template) assertDbName(template)
+  await pgQuery(`CREATE DATABASE ${database}${template ? ` TEMPLATE ${template}` : ''}`)
+  return database
+}
+
+/** Drops `database`, closing connections left by killed processes. */
+export async function dropPgDatabase(database) {
+  assertDbName(database)
+  await pgQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+}
+
+/** CAP's own `cds deploy` of the app in `dir` into the database that `env` (sqliteEnv, postgresEnv) configures. */
+export async function deployApp(dir, env) {
+  const cds = require.resolve('@sap/cds-dk/bin/cds.js')
+  try {
+    await promisify(execFile)(process.execPath, [cds, 'deploy'], { cwd: dir, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env }, timeout: 120_000 })
+  } catch (error) {
+    throw new Error(`cds deploy of ${dir} failed: ${error.message}\n${error.stdout ?? ''}\n${error.stderr ?? ''}`)
+  }
 }

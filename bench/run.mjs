@@ -1,42 +1,106 @@
 #!/usr/bin/env node
 /**
- * Benchmark (`npm run bench`, never part of `npm test`): full replication from the real
- * OData V4 provider (test/fixtures/provider) into embedded SQLite (in-memory) through the
- * plugin, against the two halves it overlaps — reading all pages and writing all rows.
+ * Main benchmark (`npm run bench`, never part of `npm test`): what users run. A full copy from the
+ * real OData V4 provider (test/fixtures/provider, entity BenchItems: UUID key, 11 columns) into the
+ * consumer app's table consumer.BenchItems (test/fixtures/consumer), against its floors — reading all
+ * pages alone, writing all rows alone — plus deltas, peak RSS and the ratios of issue 14's targets.
  *
- * Processes: this orchestrator; per N a fresh provider child (its own CPU) and a fresh
- * consumer worker child (this file with `--worker`), which boots the consumer app
- * (test/fixtures/consumer) in-process with `cds serve`, so peak RSS is the consumer's alone
- * and 10k/100k/500k are measured from the same starting point.
+ * Processes and databases:
+ * - this orchestrator; per size N one provider process (`cds serve` of test/fixtures/provider) on its own
+ *   file-backed SQLite database (deployed with `cds deploy` into a temp folder), seeded with N rows
+ *   (deterministic UUIDs; all but the last row share an old modifiedAt, the last one holds the newest);
+ * - per step and round a fresh consumer process (this file with `--worker`, which boots the consumer app
+ *   in-process with `cds serve`) on a fresh file-backed SQLite database (a copy of a `cds deploy` of the
+ *   consumer app), so peak RSS and CPU are that step's alone; PostgreSQL steps get a fresh database
+ *   (CREATE DATABASE … TEMPLATE of a `cds deploy`ed one; all are dropped at the end).
+ * The rows the copy writes are fetched from the provider once into an NDJSON file in the temp folder;
+ * the write-only workers load it before their clock starts.
  *
- * Environment: BENCH_SIZES=10000,100000 (default), BENCH_LARGE=1 adds 500000,
- * BENCH_ROUNDS=3 (rounds of read-only, write-only and full run back to back; times are the best of
- * the rounds, the ratio the median of the rounds' ratios; peak RSS is from the first, cold full run),
- * BENCH_PROFILE=full,read,write,delta (CPU profiles → bench/results/*.cpuprofile),
- * BENCH_QUIET_WAIT=60 / BENCH_QUIET_CORES=0.3 (wait before each phase until other load on the
- * machine is below that many cores; 0 disables), BENCH_NATIVE_FETCH=1 (CAP remote services over
- * native fetch instead of the SAP Cloud SDK).
+ * Steps, each measured BENCH_ROUNDS times for each N (rounds interleave the steps):
+ *   read        all keyset pages through the plugin's OData source adapter (what a full run reads), then
+ *               the same URLs with plain fetch + JSON.parse: the provider's own time to serve all pages
+ *   writeCap    DELETE + CAP `UPSERT.into(target).entries(1000 rows)` for all rows, one transaction
+ *   writeTarget the plugin's database target adapter: truncate + writeBatch per 1000, one transaction
+ *   loop        a hand-written loop: fetch a keyset page, then CAP UPSERT it (no overlap), one transaction
+ *   full        the plugin's full copy (`engine.execute(name, { mode: 'full' })`); peak RSS of the process
+ *               (VmHWM of /proc/self/status and RSS sampled every 50 ms)
+ *   pg.*        writeCap, writeTarget and full with PostgreSQL as the consumer's database (BENCH_PG_SIZES)
+ * and once per N in one more fresh process (on the last full copy's database):
+ *   delta       no-change delta runs (the first also loads $metadata for the schema-drift check; median of
+ *               9 later ones) interleaved with the same request(s) sent directly; a 1%-changed delta (per
+ *               round); a bulk update giving 5,000 rows the newest modifiedAt, one delta run taking them,
+ *               then 9 no-change runs again (requests, rows the provider served, time vs direct).
+ *
+ * Figures are medians of the rounds. Output: a table with the issue's targets (✓/✗) and
+ * bench/results/latest.json.
+ *
+ * Environment:
+ *   BENCH_SIZES=100000,500000   sizes with all steps
+ *   BENCH_DELTA_SIZES=10000     sizes with the delta step only
+ *   BENCH_ROUNDS=2              rounds of the steps (medians)
+ *   BENCH_DB=file|memory        file-backed SQLite on both sides (default) or in-memory (option)
+ *   BENCH_PG=0                  skip PostgreSQL; BENCH_PG_SIZES=500000 sizes with PostgreSQL steps
+ *                               (127.0.0.1:5432, user postgres, trust; PGHOST/PGPORT/PGUSER/PGPASSWORD)
+ *   BENCH_STEPS=read,writeCap,… only these steps (the delta step: `delta`)
+ *   BENCH_PROFILE=full,read,readRaw,writeCap,writeTarget,loop,delta,pg.full,…  CPU profile of that step's
+ *                               first round → bench/results/<step>-<n>.cpuprofile
+ *   BENCH_QUIET_WAIT=10 / BENCH_QUIET_CORES=0.3  wait up to that many seconds before each measured phase
+ *                               until other load on the machine is below that many cores (0: no wait)
+ *   BENCH_NATIVE_FETCH=0        CAP remote services over the SAP Cloud SDK instead of native fetch
+ *   BENCH_NODE_OPTIONS, BENCH_VERBOSE=1  extra node options / CAP's log of the consumer workers
  */
 import { createRequire } from 'node:module'
-import { mkdir, writeFile } from 'node:fs/promises'
-import { readFileSync } from 'node:fs'
+import { createReadStream, readFileSync } from 'node:fs'
+import { copyFile, mkdir, mkdtemp, rename, rm, writeFile, open } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { CONSUMER_DIR, control, processCpuMs, runWorker, startProvider } from './helpers.mjs'
+import {
+  CONSUMER_DIR, PROVIDER_DIR, control, createPgDatabase, deployApp, dropPgDatabase, postgresEnv, processCpuMs,
+  runWorker, sqliteEnv, startProvider,
+} from './helpers.mjs'
 
-const HERE = path.dirname(fileURLToPath(import.meta.url))
+const SELF = fileURLToPath(import.meta.url)
+const HERE = path.dirname(SELF)
 const ROOT = path.resolve(HERE, '..')
 const RESULTS = path.join(HERE, 'results', 'latest.json')
 
 const BATCH = 1000
+const SOURCE = 'BenchItems'
+const TARGET = 'consumer.BenchItems'
+const COLUMNS = ['ID', 'name', 'description', 'category', 'quantity', 'price', 'weight', 'active', 'validFrom', 'createdAt', 'modifiedAt']
 const T_OLD = '2026-01-01T00:00:00.000Z'
 const T_NEW = '2026-01-02T00:00:00.000Z'
-const TARGETS = { fullVsMaxRatio: 1.25, rssGrowthMB: 50, deltaRequests: 1, deltaVsDirectRatio: 1.2 }
+const T_CHANGE = r => new Date(Date.parse('2026-01-03T00:00:00.000Z') + r * 3_600_000).toISOString()
+const T_TIES = '2026-01-05T00:00:00.000Z'
+const TIE_ROWS = 5000
+const DELTA_RUNS = 9
+
+const TARGETS = {
+  fullVsMax: 1.1, // full ≤ 1.1 × max(read-only, write-only CAP), file SQLite
+  capVsTarget: 2, // CAP UPSERT time / plugin target write time ≥ 2
+  fullVsServe: 1.25, // full ≤ 1.25 × the provider's own time to serve all pages
+  growthPer5x: 5.2, // time(500k) / time(100k) ≤ 5.2
+  rssGrowthMB: 20, // peak RSS 500k − 100k ≤ 20 MB
+  rssMaxMB: 235, // peak RSS 500k ≤ 235 MB
+  deltaRequests: 1,
+  deltaVsDirect: 1.2,
+  pgFullVsMax: 1.25,
+}
+const STEPS = ['read', 'writeCap', 'writeTarget', 'loop', 'full']
+const PG_STEPS = ['writeCap', 'writeTarget', 'full']
 
 const MB = 1024 * 1024
 const now = () => performance.now()
 const round = (x, d = 0) => (x === undefined || x === null || Number.isNaN(x) ? null : Number(x.toFixed(d)))
+const median = list => {
+  const s = list.filter(x => x !== undefined && x !== null && !Number.isNaN(x)).sort((a, b) => a - b)
+  if (!s.length) return null
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+const sizesOf = (value, fallback) => (value ?? fallback).split(',').map(Number).filter(n => n > 0)
 
 if (process.argv[2] === '--worker') await worker()
 else await main()
@@ -46,147 +110,342 @@ else await main()
 // ---------------------------------------------------------------------------------------
 
 async function main() {
-  const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number).filter(n => n > 0)
-  if (process.env.BENCH_LARGE === '1' && !sizes.includes(500000)) sizes.push(500000)
-  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3))
-  console.log(`cap-data-pipeline bench — node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), sizes ${sizes.join(', ')}, ${rounds} round(s)`)
-  console.log('consumer: test/fixtures/consumer booted in a worker process on in-memory SQLite; provider: test/fixtures/provider in its own process (in-memory SQLite)\n')
+  const sizes = sizesOf(process.env.BENCH_SIZES, '100000,500000')
+  const deltaSizes = sizesOf(process.env.BENCH_DELTA_SIZES, '10000').filter(n => !sizes.includes(n))
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
+  const memory = process.env.BENCH_DB === 'memory'
+  const only = process.env.BENCH_STEPS ? new Set(process.env.BENCH_STEPS.split(',')) : undefined
+  const wanted = step => !only || only.has(step)
+  let pgSizes = process.env.BENCH_PG === '0' ? [] : sizesOf(process.env.BENCH_PG_SIZES, '500000').filter(n => sizes.includes(n))
+  const started = now()
 
+  console.log(`cap-data-pipeline bench — node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ` +
+    `sizes ${sizes.join(', ')} (+ delta only: ${deltaSizes.join(', ') || 'none'}), ${rounds} round(s), ${memory ? 'in-memory' : 'file-backed'} SQLite` +
+    `${pgSizes.length ? `, PostgreSQL at ${pgSizes.join(', ')}` : ''}`)
+  console.log(`provider: test/fixtures/provider (${SOURCE}: UUID key, 11 columns) in its own process; consumer: test/fixtures/consumer in a fresh process per step\n`)
+
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'cdp-bench-'))
+  const label = `cdp_bench_${process.pid}`
+  let pgTemplate
+  let pgCount = 0
   const results = []
-  for (const n of sizes) {
-    const provider = await startProvider()
-    try {
-      const t0 = now()
-      // all rows but the last share an old timestamp; the newest row carries the watermark, so a
-      // no-change delta run re-reads exactly that one row (the watermark comparison is inclusive)
-      await control(provider.url, 'seed', { from: 1, count: n - 1, modifiedAt: T_OLD })
-      await control(provider.url, 'seed', { from: n, count: 1, modifiedAt: T_NEW })
-      console.log(`N=${n}: provider pid ${provider.child.pid} at ${provider.url}, seeded in ${((now() - t0) / 1000).toFixed(1)} s`)
-      const result = await runWorker(fileURLToPath(import.meta.url), { n, rounds, providerUrl: provider.url, providerPid: provider.child.pid })
-      results.push(result)
-      printOne(result)
-    } finally {
-      await provider.stop()
+  try {
+    let consumerTemplate
+    if (!memory) {
+      consumerTemplate = path.join(tmp, 'consumer-template.db')
+      await deployApp(CONSUMER_DIR, sqliteEnv(consumerTemplate))
     }
+    if (pgSizes.length) {
+      try {
+        pgTemplate = await createPgDatabase(`${label}_template`)
+        await deployApp(CONSUMER_DIR, postgresEnv(pgTemplate))
+      } catch (error) {
+        console.log(`PostgreSQL steps skipped: ${error.message.split('\n')[0]}\n`)
+        pgSizes = []
+      }
+    }
+
+    for (const n of [...new Set([...deltaSizes, ...sizes])].sort((a, b) => a - b)) {
+      const all = sizes.includes(n)
+      const providerDb = memory ? undefined : path.join(tmp, `provider-${n}.db`)
+      if (providerDb) await deployApp(PROVIDER_DIR, sqliteEnv(providerDb))
+      const provider = await startProvider({ dbFile: providerDb })
+      const result = { n, steps: {}, delta: undefined }
+      const rowsFile = path.join(tmp, `rows-${n}.ndjson`)
+      try {
+        const t0 = now()
+        await control(provider.url, 'seedBench', { from: 1, count: n - 1, modifiedAt: T_OLD })
+        await control(provider.url, 'seedBench', { from: n, count: 1, modifiedAt: T_NEW })
+        console.log(`N=${n}: provider pid ${provider.child.pid} at ${provider.url}, seeded in ${((now() - t0) / 1000).toFixed(1)} s`)
+
+        if (all && (wanted('writeCap') || wanted('writeTarget') || wanted('pg.writeCap') || wanted('pg.writeTarget'))) await dumpRows(provider.url, n, rowsFile)
+
+        let steps = 0
+        // a fresh consumer database per step: a copy of the deployed template (SQLite) or a new
+        // database from the template (PostgreSQL); in-memory: the worker deploys
+        const consumerDb = async pg => {
+          if (pg) {
+            const name = await createPgDatabase(`${label}_${++pgCount}`, pgTemplate)
+            return { env: postgresEnv(name), drop: () => dropPgDatabase(name) }
+          }
+          if (memory) return { env: {}, drop: async () => {} }
+          const file = path.join(tmp, `consumer-${n}-${++steps}.db`)
+          await copyFile(consumerTemplate, file)
+          return { env: sqliteEnv(file), file, drop: () => removeDb(file) }
+        }
+        const common = { n, providerUrl: provider.url, providerPid: provider.child.pid, rowsFile, memory }
+        let lastFull // the database of the last SQLite full copy: the delta step starts from it
+        for (let r = 0; all && r < rounds; r++) {
+          for (const [pg, list] of [[false, STEPS], [true, pgSizes.includes(n) ? PG_STEPS : []]]) {
+            for (const step of list) {
+              const key = pg ? `pg.${step}` : step
+              if (!wanted(key) && !(step === 'read' && wanted('readRaw'))) continue
+              const database = await consumerDb(pg)
+              let keep = false
+              try {
+                const measured = await runWorker(SELF, { ...common, step, key, round: r }, { env: database.env })
+                for (const [name, value] of Object.entries(measured)) (result.steps[name] ??= []).push(value)
+                console.log(`  N=${n} round ${r + 1}: ${Object.entries(measured).map(([name, value]) => `${name} ${describe(value)}`).join(' · ')}`)
+                if (key === 'full' && database.file) {
+                  if (lastFull) await removeDb(lastFull)
+                  lastFull = database.file
+                  keep = true
+                }
+              } finally {
+                if (!keep) await database.drop()
+              }
+            }
+          }
+        }
+
+        if (wanted('delta')) {
+          const database = await consumerDb(false)
+          if (lastFull && database.file) await moveDb(lastFull, database.file)
+          try {
+            result.delta = (await runWorker(SELF, { ...common, step: 'delta', key: 'delta', round: 0, copied: Boolean(lastFull && database.file), rounds }, { env: database.env })).delta
+            lastFull = undefined
+            const d = result.delta
+            console.log(`  N=${n} delta: no change ${d.noChange.requests} request(s) ${d.noChange.ms} ms vs direct ${d.noChange.directMs} ms · ` +
+              `1% changed ${d.changed.ms} ms (${d.changed.requests} requests, ${d.changed.updated} updated) · ` +
+              `ties: take ${d.ties.take.ms} ms (${d.ties.take.rows} rows), then ${d.ties.noChange.requests} request(s) ${d.ties.noChange.rowsPerRun} rows ${d.ties.noChange.ms} ms vs direct ${d.ties.noChange.directMs} ms`)
+          } finally {
+            await database.drop()
+          }
+        }
+        if (lastFull) await removeDb(lastFull)
+      } finally {
+        await provider.stop()
+        if (providerDb) await removeDb(providerDb)
+        await rm(rowsFile, { force: true })
+      }
+      results.push(summarizeSize(result))
+    }
+  } finally {
+    if (pgTemplate) await dropPgDatabase(pgTemplate).catch(() => {})
+    await rm(tmp, { recursive: true, force: true })
   }
 
-  const summary = summarize(results)
-  printTable(results, summary)
+  const ratios = ratiosOf(results)
+  printTables(results, ratios)
   const report = {
     date: new Date().toISOString(),
     node: process.version,
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model,
-    database: 'SQLite in-memory (@cap-js/sqlite, node:sqlite) in the consumer process',
+    database: memory ? 'SQLite in-memory in both processes' : 'file-backed SQLite in both processes (WAL), PostgreSQL as consumer database for pg.* steps',
+    remoteClient: process.env.BENCH_NATIVE_FETCH === '0' ? 'SAP Cloud SDK' : 'native fetch',
+    entity: `${SOURCE} → ${TARGET}: UUID key, 11 columns`,
     batchSize: BATCH,
     rounds,
+    minutes: round((now() - started) / 60_000, 1),
     targets: TARGETS,
     results,
-    summary,
+    ratios,
   }
   await mkdir(path.dirname(RESULTS), { recursive: true })
   await writeFile(RESULTS, JSON.stringify(report, null, 2))
-  console.log(`\nwritten ${path.relative(ROOT, RESULTS)}`)
+  console.log(`\nwritten ${path.relative(ROOT, RESULTS)} (${report.minutes} min)`)
 }
 
-function summarize(results) {
-  const byN = n => results.find(r => r.n === n)
-  const small = byN(10000)
-  const large = byN(100000)
-  return {
-    rssGrowth10kTo100kMB: small && large ? round((large.peakRss.fullRunMB - small.peakRss.fullRunMB), 1) : null,
-    rssGrowthOk: small && large ? large.peakRss.fullRunMB - small.peakRss.fullRunMB <= TARGETS.rssGrowthMB : null,
-    allRatiosOk: results.every(r => r.ratio.fullVsMax <= TARGETS.fullVsMaxRatio),
-    allDeltaOk: results.every(r => r.delta.requests === TARGETS.deltaRequests && r.delta.vsDirect <= TARGETS.deltaVsDirectRatio),
+async function removeDb(file) {
+  await Promise.all(['', '-wal', '-shm', '-journal'].map(suffix => rm(file + suffix, { force: true })))
+}
+
+async function moveDb(from, to) {
+  await removeDb(to)
+  for (const suffix of ['', '-wal', '-shm']) await rename(from + suffix, to + suffix).catch(error => { if (error.code !== 'ENOENT') throw error })
+}
+
+/** All rows of the provider once, in key order, as the OData service serves them: one JSON object a line. */
+async function dumpRows(base, n, file) {
+  const t0 = now()
+  const handle = await open(file, 'w')
+  let rows = 0
+  let last
+  try {
+    for (;;) {
+      const filter = last === undefined ? '' : `&$filter=${encodeURIComponent(`ID gt ${last}`)}`
+      const response = await fetch(`${base}/odata/v4/catalog/${SOURCE}?$select=${COLUMNS.join(',')}&$orderby=ID${filter}&$top=10000`)
+      if (!response.ok) throw new Error(`dump: ${response.status} ${await response.text()}`)
+      const { value } = await response.json()
+      if (!value.length) break
+      let text = ''
+      for (const row of value) {
+        for (const key of Object.keys(row)) if (key.startsWith('@')) delete row[key]
+        text += JSON.stringify(row) + '\n'
+      }
+      await handle.write(text)
+      rows += value.length
+      last = value.at(-1).ID
+    }
+  } finally {
+    await handle.close()
+  }
+  if (rows !== n) throw new Error(`dump: ${rows} rows of ${n}`)
+  console.log(`  rows fetched once for the write-only steps in ${((now() - t0) / 1000).toFixed(1)} s`)
+}
+
+function describe(value) {
+  const rss = value.rss ? `, peak RSS ${round(value.rss.vmHwmMB, 1)} MB` : ''
+  const other = value.otherCores > 0.25 ? ` [other load ${value.otherCores.toFixed(1)} cores]` : ''
+  return `${round(value.ms)} ms${rss}${other}`
+}
+
+/** Medians over the rounds, per step. */
+function summarizeSize(result) {
+  const steps = {}
+  for (const [name, list] of Object.entries(result.steps)) {
+    const ms = median(list.map(x => x.ms))
+    steps[name] = {
+      ms: round(ms),
+      min: round(Math.min(...list.map(x => x.ms))),
+      max: round(Math.max(...list.map(x => x.ms))),
+      rowsPerSec: Math.round(result.n / (ms / 1000)),
+      consumerCpuMs: round(median(list.map(x => x.consumerCpuMs))),
+      providerCpuMs: round(median(list.map(x => x.providerCpuMs))),
+      otherCores: list.map(x => round(x.otherCores, 2)),
+      all: list.map(x => round(x.ms)),
+      ...(list[0].rss ? {
+        rss: {
+          vmHwmMB: round(median(list.map(x => x.rss.vmHwmMB)), 1),
+          vmHwmMaxMB: round(Math.max(...list.map(x => x.rss.vmHwmMB)), 1),
+          sampledMB: round(median(list.map(x => x.rss.sampledMB)), 1),
+          bootMB: round(median(list.map(x => x.rss.bootMB)), 1),
+          all: list.map(x => round(x.rss.vmHwmMB, 1)),
+        },
+      } : {}),
+      ...(list[0].extra ? { extra: list[0].extra } : {}),
+    }
+  }
+  return { n: result.n, steps, delta: result.delta }
+}
+
+function ratiosOf(results) {
+  const checks = []
+  const add = (name, n, value, target, ok) => checks.push({ name, n, value: value === null ? null : round(value, 2), target, ok: value === null ? null : ok })
+  for (const { n, steps: s, delta } of results) {
+    if (s.full && s.read && s.writeCap) {
+      const v = s.full.ms / Math.max(s.read.ms, s.writeCap.ms)
+      add('full / max(read-only, write-only CAP)', n, v, `≤ ${TARGETS.fullVsMax}`, v <= TARGETS.fullVsMax)
+    }
+    if (s.writeCap && s.writeTarget) {
+      const v = s.writeCap.ms / s.writeTarget.ms
+      add('CAP UPSERT time / plugin target write time', n, v, `≥ ${TARGETS.capVsTarget}`, v >= TARGETS.capVsTarget)
+    }
+    if (s.full && s.readRaw) {
+      const v = s.full.ms / s.readRaw.ms
+      add('full / provider serving all pages', n, v, `≤ ${TARGETS.fullVsServe}`, v <= TARGETS.fullVsServe)
+    }
+    if (s['pg.full'] && s.read && s['pg.writeCap']) {
+      const v = s['pg.full'].ms / Math.max(s.read.ms, s['pg.writeCap'].ms)
+      add('PostgreSQL: full / max(read-only, write-only CAP)', n, v, `≤ ${TARGETS.pgFullVsMax}`, v <= TARGETS.pgFullVsMax)
+    }
+    if (s['pg.writeCap'] && s['pg.writeTarget']) {
+      const v = s['pg.writeCap'].ms / s['pg.writeTarget'].ms
+      add('PostgreSQL: CAP UPSERT time / plugin target write time', n, v, `≥ ${TARGETS.capVsTarget}`, v >= TARGETS.capVsTarget)
+    }
+    if (delta) {
+      add('no-change delta: requests per run', n, delta.noChange.requests, `= ${TARGETS.deltaRequests}`, delta.noChange.requests === TARGETS.deltaRequests)
+      add('no-change delta / same request direct', n, delta.noChange.vsDirect, `≤ ${TARGETS.deltaVsDirect}`, delta.noChange.vsDirect <= TARGETS.deltaVsDirect)
+      add('after 5,000 ties: no-change requests per run', n, delta.ties.noChange.requests, `= ${TARGETS.deltaRequests}`, delta.ties.noChange.requests === TARGETS.deltaRequests)
+      add('after 5,000 ties: no-change delta / direct', n, delta.ties.noChange.vsDirect, `≤ ${TARGETS.deltaVsDirect}`, delta.ties.noChange.vsDirect <= TARGETS.deltaVsDirect)
+    }
+  }
+  const full = results.filter(r => r.steps.full)
+  const pairs = full.flatMap((a, i) => full.slice(i + 1).map(b => [a, b])).filter(([a, b]) => b.n === 5 * a.n)
+  for (const [a, b] of pairs) {
+    const v = b.steps.full.ms / a.steps.full.ms
+    add(`time(${b.n / 1000}k) / time(${a.n / 1000}k), full copy`, b.n, v, `≤ ${TARGETS.growthPer5x}`, v <= TARGETS.growthPer5x)
+    const growth = b.steps.full.rss.vmHwmMB - a.steps.full.rss.vmHwmMB
+    add(`peak RSS ${b.n / 1000}k − ${a.n / 1000}k (MB)`, b.n, growth, `≤ ${TARGETS.rssGrowthMB}`, growth <= TARGETS.rssGrowthMB)
+  }
+  const largest = full.at(-1)
+  if (largest?.n >= 500000) add(`peak RSS at ${largest.n / 1000}k (MB)`, largest.n, largest.steps.full.rss.vmHwmMB, `≤ ${TARGETS.rssMaxMB}`, largest.steps.full.rss.vmHwmMB <= TARGETS.rssMaxMB)
+  return checks
+}
+
+function printTables(results, ratios) {
+  const table = (head, rows) => {
+    const widths = head.map((_, i) => Math.max(...[head, ...rows].map(row => String(row[i] ?? '').length)))
+    const line = row => row.map((cell, i) => (i === 0 ? String(cell ?? '').padEnd(widths[i]) : String(cell ?? '').padStart(widths[i]))).join('  ')
+    console.log(line(head))
+    console.log(widths.map(w => '─'.repeat(w)).join('  '))
+    for (const row of rows) console.log(line(row))
+  }
+  const labels = {
+    read: 'read-only: plugin source adapter, keyset',
+    readRaw: 'read-only: same URLs, fetch + JSON.parse',
+    writeCap: 'write-only: CAP DELETE + UPSERT ×1000, 1 tx',
+    writeTarget: 'write-only: plugin db target, 1 tx',
+    loop: 'hand-written loop: fetch page, then UPSERT',
+    full: 'plugin full copy',
+    'pg.writeCap': 'PostgreSQL write-only: CAP UPSERT',
+    'pg.writeTarget': 'PostgreSQL write-only: plugin db target',
+    'pg.full': 'PostgreSQL: plugin full copy',
+  }
+  const rows = []
+  for (const { n, steps } of results) {
+    for (const [name, label] of Object.entries(labels)) {
+      const s = steps[name]
+      if (!s) continue
+      rows.push([label, n.toLocaleString('en'), s.ms, `${s.min}–${s.max}`, s.rowsPerSec.toLocaleString('en'), s.consumerCpuMs, s.providerCpuMs,
+        s.rss ? `${s.rss.vmHwmMB} (boot ${s.rss.bootMB})` : ''])
+    }
+  }
+  console.log()
+  if (rows.length) table(['step (median of rounds)', 'rows', 'ms', 'min–max', 'rows/s', 'consumer CPU ms', 'provider CPU ms', 'peak RSS MB'], rows)
+
+  const deltaRows = []
+  for (const { n, delta: d } of results) {
+    if (!d) continue
+    const nc = d.noChange
+    const t = d.ties
+    deltaRows.push(['no change (steady state)', n.toLocaleString('en'), nc.requests, nc.rowsPerRun, nc.ms, nc.directMs, nc.vsDirect, `first run ${d.first.ms} ms, ${d.first.requests} req`])
+    deltaRows.push(['1% changed', n.toLocaleString('en'), d.changed.requests, d.changed.rows, d.changed.ms, '', '', `${d.changed.created} created, ${d.changed.updated} updated, ${d.changed.consumerCpuMs} ms consumer CPU`])
+    deltaRows.push([`bulk update: ${t.take.touched} rows get the newest value`, n.toLocaleString('en'), t.take.requests, t.take.rows, t.take.ms, '', '', `${t.take.updated} updated`])
+    deltaRows.push(['no change after it', n.toLocaleString('en'), t.noChange.requests, t.noChange.rowsPerRun, t.noChange.ms, t.noChange.directMs, t.noChange.vsDirect, `${t.noChange.bytesPerRun} bytes/run`])
+  }
+  if (deltaRows.length) {
+    console.log()
+    table(['delta run (median)', 'rows', 'requests', 'rows served', 'ms', 'direct ms', 'ratio', ''], deltaRows)
+  }
+  if (ratios.length) {
+    console.log()
+    table(['target (issue 14)', 'rows', 'value', 'target', ''], ratios.map(c => [c.name, c.n.toLocaleString('en'), c.value, c.target, c.ok === null ? '' : c.ok ? '✓' : '✗']))
   }
 }
 
-function printOne(r) {
-  console.log(`  full ${r.full.ms} ms (${r.full.rowsPerSec} rows/s) · read ${r.read.ms} ms · write ${r.write.ms} ms · ratio ${r.ratio.fullVsMax} · peak RSS ${r.peakRss.fullRunMB} MB · delta ${r.delta.requests} req ${r.delta.ms} ms vs direct ${r.delta.directMs} ms (${r.delta.vsDirect}×)\n`)
-}
-
-function printTable(results, summary) {
-  const ok = (value, good) => (value === null || value === undefined ? '' : good ? ' ✓' : ' ✗')
-  const cell = x => `${x.ms}${x.median !== x.ms ? ` (med ${x.median})` : ''}`
-  const rows = [
-    ['rows', ...results.map(r => r.n.toLocaleString('en'))],
-    ['full run, warm (ms)', ...results.map(r => cell(r.full))],
-    ['full rows/s', ...results.map(r => r.full.rowsPerSec.toLocaleString('en'))],
-    ['full run, cold: first in process (ms)', ...results.map(r => String(r.full.cold.ms))],
-    ['read-only, source adapter (ms)', ...results.map(r => cell(r.read))],
-    ['read-only, raw fetch same URLs (ms)', ...results.map(r => cell(r.readRaw))],
-    ['write-only, CAP UPSERT 1000/batch, 1 tx (ms)', ...results.map(r => cell(r.write))],
-    ['write-only, db target adapter (ms)', ...results.map(r => cell(r.writeTarget))],
-    [`full / max(read, write) ≤ ${TARGETS.fullVsMaxRatio} (median of rounds)`, ...results.map(r => `${r.ratio.fullVsMax}${ok(r.ratio.fullVsMax, r.ratio.fullVsMax <= TARGETS.fullVsMaxRatio)}`)],
-    ['  per round', ...results.map(r => r.ratio.perRound.join(' '))],
-    ['  best full / max(best read, best write)', ...results.map(r => String(r.ratio.bestOf))],
-    ['consumer CPU: full / read / write (ms)', ...results.map(r => `${r.full.consumerCpuMs} / ${r.read.consumerCpuMs} / ${r.write.consumerCpuMs}`)],
-    ['provider CPU: full / read (ms)', ...results.map(r => `${r.full.providerCpuMs} / ${r.read.providerCpuMs}`)],
-    ['peak RSS during cold full run (MB)', ...results.map(r => String(r.peakRss.fullRunMB))],
-    ['  RSS after boot (MB)', ...results.map(r => String(r.peakRss.bootMB))],
-    ['  at peak: V8 heap total (MB)', ...results.map(r => String(r.peakRss.atPeak.heapTotal))],
-    ['  SQLite in-memory database (MB)', ...results.map(r => String(r.peakRss.sqliteDatabaseMB))],
-    ['  heap used after GC: boot → after run (MB)', ...results.map(r => `${r.peakRss.heapUsedAfterGcMB.boot} → ${r.peakRss.heapUsedAfterGcMB.afterRun}`)],
-    [`delta (no change): requests = ${TARGETS.deltaRequests}`, ...results.map(r => `${r.delta.requests}${ok(r.delta.requests, r.delta.requests === TARGETS.deltaRequests)}`)],
-    ['delta run (ms, median of 9)', ...results.map(r => String(r.delta.ms))],
-    ['same request sent directly (ms, median)', ...results.map(r => String(r.delta.directMs))],
-    [`delta / direct ≤ ${TARGETS.deltaVsDirectRatio}`, ...results.map(r => `${r.delta.vsDirect}${ok(r.delta.vsDirect, r.delta.vsDirect <= TARGETS.deltaVsDirectRatio)}`)],
-  ]
-  const widths = rows[0].map((_, i) => Math.max(...rows.map(row => String(row[i]).length)))
-  const line = row => row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('  ')
-  console.log(line(rows[0]))
-  console.log(widths.map(w => '─'.repeat(w)).join('  '))
-  for (const row of rows.slice(1)) console.log(line(row))
-  if (summary.rssGrowth10kTo100kMB !== null)
-    console.log(`\npeak RSS 100k − 10k: ${summary.rssGrowth10kTo100kMB} MB (target ≤ ${TARGETS.rssGrowthMB} MB)${ok(1, summary.rssGrowthOk)}`)
-}
-
 // ---------------------------------------------------------------------------------------
-// worker: the consumer app in this process
+// worker: the consumer app in this process, one step
 // ---------------------------------------------------------------------------------------
 
 async function worker() {
-  const { n, rounds, providerUrl, providerPid } = JSON.parse(process.env.BENCH_OPTIONS)
-  const progress = text => process.send?.({ type: 'progress', text })
+  const o = JSON.parse(process.env.BENCH_OPTIONS)
+  const { n, providerUrl, providerPid } = o
   const cdsRequire = createRequire(path.join(CONSUMER_DIR, 'package.json'))
   const cds = cdsRequire('@sap/cds')
   cds.root = CONSUMER_DIR
   cds.env.requires.Provider.credentials = { url: `${providerUrl}/odata/v4/catalog` }
-  if (process.env.BENCH_NATIVE_FETCH === '1') cds.env.remote = { ...cds.env.remote, native_fetch: true }
+  cds.env.remote = { ...cds.env.remote, native_fetch: process.env.BENCH_NATIVE_FETCH !== '0' }
   const { server } = await cds.exec('--in-memory?', '--port', '0')
-  const { SELECT, UPSERT, DELETE } = cds.ql
+  const { UPSERT, DELETE } = cds.ql
   const engine = await cds.connect.to('data-pipeline')
   const db = await cds.connect.to('db')
-  const TARGET = 'consumer.Books'
-  await engine.addPipeline({ name: 'bench', source: { service: 'Provider', entity: 'Books', batchSize: BATCH }, target: { entity: TARGET } })
+  await engine.addPipeline({ name: 'bench', source: { service: 'Provider', entity: SOURCE, batchSize: BATCH }, target: { entity: TARGET } })
   const prepared = await engine.registry.prepare('bench')
+  const bootMB = process.memoryUsage().rss / MB
 
-  const stats = async () => (await (await fetch(`${providerUrl}/odata/v4/control/stats()`)).json())
+  const stats = async () => (await fetch(`${providerUrl}/odata/v4/control/stats()`)).json()
   const providerCpu = () => processCpuMs(providerPid)
-  const vmHwmMB = () => {
-    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
-    return match ? Number(match[1]) / 1024 : undefined
-  }
-
   const cpuMs = since => { const cpu = process.cpuUsage(since); return (cpu.user + cpu.system) / 1000 }
-  // BENCH_PROFILE=full,read,write,delta: CPU profile of the first warm phase of that name → bench/results/<name>-<n>.cpuprofile
-  const { Session } = await import('node:inspector/promises')
-  const profiler = new Session()
-  profiler.connect()
-  await profiler.post('Profiler.enable')
-  await profiler.post('Profiler.setSamplingInterval', { interval: 200 })
-
-  // every measured phase: wall time, CPU of the consumer (this process) and of the provider, and
-  // CPU used by anything else on the machine meanwhile (in cores), since other load skews timings
   const systemBusyMs = () => {
     const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)
     const t = ticks.map(Number)
     return ((t.reduce((a, b) => a + b, 0) - t[3] - t[4]) * 1000) / 100
   }
-  // waits (up to BENCH_QUIET_WAIT seconds, default 60) until the rest of the machine uses less
-  // than BENCH_QUIET_CORES (default 0.3) cores over 300 ms, so other work does not skew a phase
+  // other work on the machine skews timings: wait (bounded) for quiet, and record what there was
   const quietCores = Number(process.env.BENCH_QUIET_CORES ?? 0.3)
-  const quietWait = Number(process.env.BENCH_QUIET_WAIT ?? 60) * 1000
+  const quietWait = Number(process.env.BENCH_QUIET_WAIT ?? 10) * 1000
   const waitForQuiet = async () => {
     const until = now() + quietWait
     for (;;) {
@@ -199,198 +458,216 @@ async function worker() {
       if (other < quietCores || now() > until) return
     }
   }
+
+  // BENCH_PROFILE: a CPU profile of the named phases in the first round
+  const profiles = new Set((process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean))
+  const { Session } = await import('node:inspector/promises')
   const phase = async (name, fn) => {
     if (quietWait > 0) await waitForQuiet()
-    const run = async () => {
-      const cpu0 = process.cpuUsage()
-      const p0 = providerCpu()
-      const s0 = systemBusyMs()
-      const t0 = now()
-      await fn()
-      const ms = now() - t0
-      const consumerCpuMs = cpuMs(cpu0)
-      const providerCpuMs = p0 === undefined ? undefined : providerCpu() - p0
-      const otherCores = (systemBusyMs() - s0 - consumerCpuMs - (providerCpuMs ?? 0)) / ms
-      return { ms, consumerCpuMs, providerCpuMs, otherCores: Math.max(0, otherCores) }
+    const profiling = o.round === 0 && profiles.has(name)
+    let session
+    if (profiling) {
+      session = new Session()
+      session.connect()
+      await session.post('Profiler.enable')
+      await session.post('Profiler.setSamplingInterval', { interval: 200 })
+      await session.post('Profiler.start')
     }
-    return profiles.includes(name) ? profile(name, run) : run()
-  }
-  const profiles = (process.env.BENCH_PROFILE ?? '').split(',') // e.g. full,read,write,delta
-  const profiled = new Set()
-  const profile = async (name, fn) => {
-    if (profiled.has(name)) return fn()
-    profiled.add(name)
-    await profiler.post('Profiler.start')
-    try { return await fn() } finally {
-      const { profile: data } = await profiler.post('Profiler.stop')
+    const cpu0 = process.cpuUsage()
+    const p0 = providerCpu()
+    const s0 = systemBusyMs()
+    const t0 = now()
+    const extra = await fn()
+    const ms = now() - t0
+    const consumerCpuMs = cpuMs(cpu0)
+    const providerCpuMs = p0 === undefined ? undefined : providerCpu() - p0
+    const otherCores = Math.max(0, (systemBusyMs() - s0 - consumerCpuMs - (providerCpuMs ?? 0)) / ms)
+    if (session) {
+      const { profile } = await session.post('Profiler.stop')
+      session.disconnect()
       await mkdir(path.dirname(RESULTS), { recursive: true })
-      await writeFile(path.join(path.dirname(RESULTS), `${name}-${n}.cpuprofile`), JSON.stringify(data))
+      await writeFile(path.join(path.dirname(RESULTS), `${name}-${n}.cpuprofile`), JSON.stringify(profile))
     }
+    return { ms, consumerCpuMs, providerCpuMs, otherCores, ...(extra ? { extra } : {}) }
   }
 
-  const fullRun = () => phase('full', async () => {
+  const loadRows = async () => {
+    const rows = []
+    for await (const line of readline.createInterface({ input: createReadStream(o.rowsFile), crlfDelay: Infinity })) if (line) rows.push(JSON.parse(line))
+    if (rows.length !== n) throw new Error(`${o.rowsFile}: ${rows.length} rows of ${n}`)
+    return rows
+  }
+  const fullRun = async () => {
     const { done } = await engine.execute('bench', { mode: 'full' })
     const outcome = await done
-    if (outcome.status !== 'completed' || outcome.statistics.created !== n) throw new Error(`full run: ${outcome.status}, ${JSON.stringify(outcome.statistics)}`)
-  })
+    if (outcome.status !== 'completed' || outcome.statistics.created !== n) throw new Error(`full run: ${outcome.status}, ${JSON.stringify(outcome.statistics)} ${outcome.error ?? ''}`)
+  }
+  const pgKey = name => (o.key.startsWith('pg.') ? `pg.${name}` : name)
 
-  // same stream the engine's READ hands to the run: $select, $orderby, $top, keyset $filter, $count
-  const readOnly = () => phase('read', async () => {
-    let rows = 0
-    for await (const page of prepared.source.readStream({ name: 'bench', mode: 'full', lastSync: null, lastKey: null })) rows += page.length
-    if (rows !== n) throw new Error(`read-only: ${rows} rows of ${n}`)
-  })
-
-  // the same URLs over plain fetch + JSON.parse, without CAP's remote service ($select as the run sent it)
-  let select
-  const readRaw = () => phase('readRaw', async () => {
-    let rows = 0
-    let last
-    for (let first = true; ; first = false) {
-      const params = [`$select=${encodeURIComponent(select)}`]
-      if (last !== undefined) params.push(`$filter=${encodeURIComponent(`(ID gt ${last})`)}`)
-      params.push(`$orderby=${encodeURIComponent('ID asc')}`, `$top=${BATCH}`)
-      if (first) params.push('$count=true')
-      const response = await fetch(`${providerUrl}/odata/v4/catalog/Books?${params.join('&')}`)
-      const { value } = await response.json()
-      if (!value.length) break
-      rows += value.length
-      last = value[value.length - 1].ID
-      if (rows >= n) break
+  const measured = {}
+  switch (o.step) {
+    case 'read': {
+      // the stream a full run reads ($select, $orderby, $top, keyset $filter, $count as the source
+      // sends them); the URLs of its first two pages give the template for the plain-fetch pass
+      let firstUrls
+      let lastOfFirst
+      measured.read = await phase('read', async () => {
+        let rows = 0
+        let pages = 0
+        for await (const page of prepared.source.readStream({ name: 'bench', mode: 'full', lastSync: null, lastKey: null })) {
+          rows += page.length
+          if (++pages === 1) lastOfFirst = page.at(-1).ID
+          if (pages === 2) firstUrls = (await stats()).urls.slice(-2)
+        }
+        if (rows !== n) throw new Error(`read-only: ${rows} rows of ${n}`)
+        return { pages }
+      })
+      const [first, second] = firstUrls
+      if (second.split(lastOfFirst).length !== 2) throw new Error(`read-only: no keyset filter on ${lastOfFirst} in ${second}`)
+      const [before, after] = second.split(lastOfFirst)
+      measured.readRaw = await phase('readRaw', async () => {
+        let rows = 0
+        let pages = 0
+        let url = first
+        let count
+        for (;;) {
+          const response = await fetch(`${providerUrl}${url}`)
+          if (!response.ok) throw new Error(`raw read ${url}: ${response.status}`)
+          const body = await response.json()
+          count ??= body['@odata.count']
+          const { value } = body
+          pages++
+          rows += value.length
+          if (!value.length || value.length < BATCH || (count !== undefined && rows >= count)) break
+          url = before + value.at(-1).ID + after
+        }
+        if (rows !== n) throw new Error(`raw read: ${rows} rows of ${n}`)
+        return { pages, urls: [first, second] }
+      })
+      break
     }
-    if (rows !== n) throw new Error(`raw read: ${rows} rows of ${n}`)
-  })
-
-  // DELETE then UPSERT in batches of 1000, one transaction: what a full run writes, no reading
-  let rows = [] // the rows the first full run wrote, in the target's shape
-  const writeOnly = () => phase('write', async () => {
-    await db.tx(async tx => {
-      await tx.run(DELETE.from(TARGET))
-      for (let i = 0; i < rows.length; i += BATCH) await tx.run(UPSERT.into(TARGET).entries(rows.slice(i, i + BATCH)))
-    })
-  })
-  // the same through the plugin's database target (its truncate + writeBatch, which counts existing keys)
-  const writeTarget = () => phase('writeTarget', async () => {
-    const target = prepared.target
-    await db.tx(async () => {
-      const context = { runId: `bench-${Math.random()}`, mode: 'full', batchIndex: 0 }
-      await target.truncate(context)
-      for (let i = 0; i < rows.length; i += BATCH) await target.writeBatch(rows.slice(i, i + BATCH), { ...context, batchIndex: i / BATCH })
-    })
-  })
-
-  // first full run: fresh process, nothing else has allocated yet → its peak RSS is the run's
-  await db.run(DELETE.from(TARGET))
-  global.gc?.()
-  const memory = () => { const m = process.memoryUsage(); return { rss: m.rss / MB, heapTotal: m.heapTotal / MB, heapUsed: m.heapUsed / MB, external: m.external / MB, arrayBuffers: m.arrayBuffers / MB } }
-  const boot = memory()
-  const bootMB = boot.rss
-  let atPeak = boot
-  const sample = () => { const m = memory(); if (m.rss > atPeak.rss) atPeak = m }
-  const sampler = setInterval(sample, 50)
-  const first = await fullRun()
-  clearInterval(sampler)
-  profiled.clear() // profiles are of warm phases
-  sample()
-  const peak = atPeak.rss
-  // what stays: the copied rows in SQLite (in-memory database) and anything the run retained
-  global.gc?.()
-  const after = memory()
-  const pragma = async name => { const r = await db.run(`SELECT * FROM pragma_${name}()`); return Number(Object.values(Array.isArray(r) ? r[0] : r)[0]) }
-  const sqliteMB = ((await pragma('page_count')) * (await pragma('page_size'))) / MB
-  const hwm = vmHwmMB()
-  progress(`N=${n}: first (cold) full run ${first.ms.toFixed(0)} ms, peak RSS ${peak.toFixed(1)} MB (VmHWM ${hwm?.toFixed(1)} MB, after boot ${bootMB.toFixed(1)} MB)`)
-
-  select = /\$select=([^&]*)/.exec((await stats()).urls.at(-1))?.[1]
-  if (!select) throw new Error('the full run sent no $select')
-
-  // rounds of read / write / full back to back, so each round's ratio compares like with like
-  rows = (await SELECT.from(TARGET).orderBy('ID')).map(row => ({ ...row }))
-  const measured = { full: [], read: [], readRaw: [], write: [], writeTarget: [] }
-  const fmt = x => `${x.ms.toFixed(0)} ms${x.otherCores > 0.25 ? ` [other load ${x.otherCores.toFixed(1)} cores]` : ''}`
-  for (let r = 0; r < rounds; r++) {
-    measured.read.push(await readOnly())
-    measured.readRaw.push(await readRaw())
-    measured.write.push(await writeOnly())
-    measured.writeTarget.push(await writeTarget())
-    measured.full.push(await fullRun()) // the last one leaves the state for the delta runs
-    progress(`N=${n}: round ${r + 1}: read ${fmt(measured.read.at(-1))} (raw ${fmt(measured.readRaw.at(-1))}), write ${fmt(measured.write.at(-1))} (db target ${fmt(measured.writeTarget.at(-1))}), full ${fmt(measured.full.at(-1))}`)
-  }
-
-  // no-change delta: provider requests per run, and its time against the provider answering the same
-  // request sent directly (plain fetch + JSON.parse from this process), pairwise interleaved
-  const deltaRun = async () => {
-    const before = await stats()
-    const t0 = now()
-    const { done } = await engine.execute('bench', { mode: 'delta' })
-    const outcome = await done
-    const ms = now() - t0
-    const after = await stats()
-    if (outcome.status !== 'completed') throw new Error(`delta run ${outcome.status}`)
-    const sent = after.requests - before.requests
-    return { ms, requests: sent, urls: sent > 0 ? after.urls.slice(-sent) : [], statistics: outcome.statistics }
-  }
-  const direct = async urls => {
-    const t0 = now()
-    for (const url of urls) {
-      const response = await fetch(`${providerUrl}${url}`)
-      const body = await response.json()
-      if (!response.ok || !Array.isArray(body.value)) throw new Error(`direct ${url}: ${response.status}`)
+    case 'writeCap': {
+      const rows = await loadRows()
+      measured[pgKey('writeCap')] = await phase(pgKey('writeCap'), () => db.tx(async tx => {
+        await tx.run(DELETE.from(TARGET))
+        for (let i = 0; i < rows.length; i += BATCH) await tx.run(UPSERT.into(TARGET).entries(rows.slice(i, i + BATCH)))
+      }))
+      break
     }
-    return now() - t0
-  }
-  const warm = await deltaRun()
-  await direct(warm.urls)
-  const deltas = []
-  await phase('delta', async () => {
-    for (let i = 0; i < 9; i++) {
-      const run = await deltaRun()
-      deltas.push({ ...run, directMs: await direct(run.urls) })
+    case 'writeTarget': {
+      const rows = await loadRows()
+      const target = prepared.target
+      measured[pgKey('writeTarget')] = await phase(pgKey('writeTarget'), () => db.tx(async () => {
+        const context = { runId: `bench-${process.pid}`, mode: 'full', batchIndex: 0 }
+        await target.truncate(context)
+        let created = 0
+        for (let i = 0; i < rows.length; i += BATCH) created += (await target.writeBatch(rows.slice(i, i + BATCH), { ...context, batchIndex: i / BATCH })).created
+        if (created !== n) throw new Error(`db target: ${created} created of ${n}`)
+      }))
+      break
     }
-  })
-
-  const median = list => { const s = [...list].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
-  const best = list => Math.min(...list.map(x => x.ms))
-  const summaryOf = list => ({
-    ms: round(best(list)), median: round(median(list.map(x => x.ms))), all: list.map(x => round(x.ms)),
-    consumerCpuMs: round(median(list.map(x => x.consumerCpuMs))), providerCpuMs: round(median(list.map(x => x.providerCpuMs ?? NaN))),
-    otherCores: list.map(x => round(x.otherCores, 2)),
-  })
-  const full = summaryOf(measured.full)
-  const read = summaryOf(measured.read)
-  const write = summaryOf(measured.write)
-  const perRound = measured.full.map((f, i) => f.ms / Math.max(measured.read[i].ms, measured.write[i].ms))
-  const deltaMs = median(deltas.map(d => d.ms))
-  const directMs = median(deltas.map(d => d.directMs))
-  const result = {
-    n,
-    full: { ...full, rowsPerSec: Math.round(n / (full.ms / 1000)), cold: { ms: round(first.ms), consumerCpuMs: round(first.consumerCpuMs), providerCpuMs: round(first.providerCpuMs) } },
-    read,
-    readRaw: summaryOf(measured.readRaw),
-    write,
-    writeTarget: summaryOf(measured.writeTarget),
-    // each round runs read, write and full back to back; the median of the rounds' ratios is the
-    // figure least moved by other load (best-of times can come from different, quieter moments)
-    ratio: { fullVsMax: round(median(perRound), 2), perRound: perRound.map(x => round(x, 2)), bestOf: round(full.ms / Math.max(read.ms, write.ms), 2) },
-    peakRss: {
-      fullRunMB: round(peak, 1), vmHwmMB: round(hwm, 1), bootMB: round(bootMB, 1),
-      atPeak: Object.fromEntries(Object.entries(atPeak).map(([k, v]) => [k, round(v, 1)])),
-      heapUsedAfterGcMB: { boot: round(boot.heapUsed, 1), afterRun: round(after.heapUsed, 1) },
-      sqliteDatabaseMB: round(sqliteMB, 1),
-    },
-    delta: {
-      requests: Math.max(warm.requests, ...deltas.map(d => d.requests)),
-      requestsPerRun: [warm.requests, ...deltas.map(d => d.requests)],
-      urls: warm.urls,
-      statistics: warm.statistics,
-      ms: round(deltaMs, 1),
-      all: deltas.map(d => round(d.ms, 1)),
-      directMs: round(directMs, 1),
-      directAll: deltas.map(d => round(d.directMs, 1)),
-      vsDirect: round(deltaMs / directMs, 2),
-    },
+    case 'loop': {
+      // what one would write by hand: a keyset page, then its UPSERT, one after the other
+      measured.loop = await phase('loop', () => db.tx(async tx => {
+        await tx.run(DELETE.from(TARGET))
+        let rows = 0
+        let last
+        for (;;) {
+          const filter = last === undefined ? '' : `&$filter=${encodeURIComponent(`ID gt ${last}`)}`
+          const response = await fetch(`${providerUrl}/odata/v4/catalog/${SOURCE}?$select=${COLUMNS.join(',')}&$orderby=ID${filter}&$top=${BATCH}`)
+          const { value } = await response.json()
+          if (!value.length) break
+          await tx.run(UPSERT.into(TARGET).entries(value))
+          rows += value.length
+          last = value.at(-1).ID
+          if (value.length < BATCH) break
+        }
+        if (rows !== n) throw new Error(`loop: ${rows} rows of ${n}`)
+      }))
+      break
+    }
+    case 'full': {
+      // a fresh process: its high-water mark is the full copy's peak (boot included, as users see it)
+      let sampled = process.memoryUsage().rss / MB
+      const sampler = setInterval(() => { sampled = Math.max(sampled, process.memoryUsage().rss / MB) }, 50)
+      const result = await phase(pgKey('full'), fullRun)
+      clearInterval(sampler)
+      sampled = Math.max(sampled, process.memoryUsage().rss / MB)
+      const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
+      measured[pgKey('full')] = { ...result, rss: { vmHwmMB: match ? Number(match[1]) / 1024 : sampled, sampledMB: sampled, bootMB } }
+      break
+    }
+    case 'delta':
+      Object.assign(measured, await deltaStep())
+      break
+    default:
+      throw new Error(`unknown step ${o.step}`)
   }
-  process.send?.({ type: 'result', result })
+
+  async function deltaStep() {
+    if (!o.copied) await fullRun() // delta-only sizes and in-memory: the copy the deltas start from
+    const deltaRun = async () => {
+      const before = await stats()
+      const cpu0 = process.cpuUsage()
+      const t0 = now()
+      const { done } = await engine.execute('bench', { mode: 'delta' })
+      const outcome = await done
+      const ms = now() - t0
+      const consumerCpuMs = cpuMs(cpu0)
+      const after = await stats()
+      if (outcome.status !== 'completed') throw new Error(`delta run ${outcome.status}: ${outcome.error ?? ''}`)
+      const requests = after.requests - before.requests
+      return {
+        ms, consumerCpuMs, requests, rows: after.rows - before.rows, bytes: after.bytes - before.bytes,
+        urls: requests > 0 ? after.urls.slice(-requests) : [], created: outcome.statistics.created, updated: outcome.statistics.updated,
+      }
+    }
+    const direct = async urls => {
+      const t0 = now()
+      for (const url of urls) {
+        const response = await fetch(`${providerUrl}${url}`)
+        const body = await response.json()
+        if (!response.ok || !Array.isArray(body.value)) throw new Error(`direct ${url}: ${response.status}`)
+      }
+      return now() - t0
+    }
+    // steady state: each run followed by the same request(s) sent directly (interleaved pairs)
+    const noChange = async name => {
+      const runs = []
+      await phase(name, async () => {
+        for (let i = 0; i < DELTA_RUNS; i++) {
+          const run = await deltaRun()
+          runs.push({ ...run, directMs: await direct(run.urls) })
+        }
+      })
+      const ms = median(runs.map(r => r.ms))
+      const directMs = median(runs.map(r => r.directMs))
+      return {
+        requests: Math.max(...runs.map(r => r.requests)), requestsPerRun: runs.map(r => r.requests), rowsPerRun: median(runs.map(r => r.rows)),
+        bytesPerRun: median(runs.map(r => r.bytes)), ms: round(ms, 1), directMs: round(directMs, 1), vsDirect: round(ms / directMs, 2),
+        all: runs.map(r => round(r.ms, 1)), directAll: runs.map(r => round(r.directMs, 1)), urls: runs[0].urls,
+      }
+    }
+    const brief = run => ({ ms: round(run.ms, 1), consumerCpuMs: round(run.consumerCpuMs), requests: run.requests, rows: run.rows, bytes: run.bytes, created: run.created, updated: run.updated })
+
+    const first = await deltaRun() // loads $metadata (schema-drift check) in this fresh process
+    const steady = await noChange('delta')
+    const changes = []
+    for (let r = 0; r < o.rounds; r++) {
+      await control(providerUrl, 'touchBench', { share: 0.01, modifiedAt: T_CHANGE(r) })
+      changes.push(await deltaRun())
+    }
+    const pick = key => median(changes.map(c => c[key]))
+    const changed = { ...brief({ ms: pick('ms'), consumerCpuMs: pick('consumerCpuMs'), requests: pick('requests'), rows: pick('rows'), bytes: pick('bytes'), created: pick('created'), updated: pick('updated') }), all: changes.map(c => round(c.ms, 1)) }
+    const touched = await (await fetch(`${providerUrl}/odata/v4/control/touchBench`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: Math.min(TIE_ROWS, n), modifiedAt: T_TIES }),
+    })).json()
+    const take = { ...brief(await deltaRun()), touched: touched.value }
+    const ties = { take, noChange: await noChange('delta.ties') }
+    return { delta: { first: brief(first), noChange: steady, changed, ties } }
+  }
+
+  process.send?.({ type: 'result', result: measured })
   await new Promise(resolve => server.close(resolve))
   await cds.disconnect?.()
   process.exit(0)
