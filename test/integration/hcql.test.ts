@@ -20,22 +20,35 @@ type Cqn = Record<string, any>
 
 /** A recording, fault-injecting proxy in front of the provider's /hcql/catalog. */
 function hcqlProxy(target: () => string) {
-  const state = { bodies: [] as Cqn[], faults: [] as Array<{ status: number; message: string }> }
+  const state = {
+    bodies: [] as Cqn[],
+    sizes: [] as number[],
+    /** Answered instead of the provider, in order; `when` picks the request, `drop` forwards it and closes the connection unanswered. */
+    faults: [] as Array<{ status?: number; message?: string; when?: (body: Cqn) => boolean; drop?: boolean }>,
+    /** Runs before a request is forwarded (a concurrent writer at the provider). */
+    beforeForward: undefined as ((body: Cqn) => Promise<void>) | undefined,
+  }
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', chunk => chunks.push(chunk))
     req.on('end', async () => {
       const body = Buffer.concat(chunks)
-      try { state.bodies.push(JSON.parse(body.toString() || '{}')) } catch { state.bodies.push({ raw: body.toString() }) }
-      const fault = state.faults.shift()
-      if (fault) {
-        res.writeHead(fault.status, { 'content-type': 'application/json' })
+      let parsed: Cqn
+      try { parsed = JSON.parse(body.toString() || '{}') } catch { parsed = { raw: body.toString() } }
+      state.bodies.push(parsed)
+      state.sizes.push(body.length)
+      const index = state.faults.findIndex(f => !f.when || f.when(parsed))
+      const fault = index < 0 ? undefined : state.faults.splice(index, 1)[0]
+      await state.beforeForward?.(parsed)
+      if (fault && !fault.drop) {
+        res.writeHead(fault.status ?? 500, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ errors: [{ message: fault.message }] }))
         return
       }
       const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'content-length', 'connection'].includes(k))) as Record<string, string>
       const response = await fetch(`${target()}${req.url}`, { method: req.method, headers, body: req.method === 'GET' ? undefined : body })
       const out = Buffer.from(await response.arrayBuffer())
+      if (fault?.drop) return void res.socket?.destroy()
       const passed = Object.fromEntries([...response.headers].filter(([k]) => !['content-length', 'transfer-encoding', 'connection', 'content-encoding'].includes(k)))
       res.writeHead(response.status, passed)
       res.end(out)
@@ -50,6 +63,7 @@ function hcqlProxy(target: () => string) {
     stop: () => new Promise<void>(resolve => server.close(() => resolve())),
     /** The CQN statements received since the last call. */
     take(): Cqn[] {
+      state.sizes.length = 0
       return state.bodies.splice(0)
     },
   }
@@ -79,6 +93,7 @@ async function run(name: string, options: Record<string, unknown> = {}) {
   return done
 }
 const selects = (bodies: Cqn[]) => bodies.filter(b => b.SELECT).map(b => b.SELECT)
+const kinds = (bodies: Cqn[]) => bodies.map(b => Object.keys(b)[0])
 
 const T0 = '2026-01-01T00:00:00.000Z'
 const T1 = '2026-02-01T10:20:30.000Z'
@@ -272,6 +287,119 @@ describe('HCQL target', () => {
     expect(outcome).toMatchObject({ status: 'completed', statistics: { deleted: before } })
     expect((await authors(0)).map(a => a.ID)).toEqual([9001, 9002, 9003, 9004, 9005])
     expect(proxy.take().filter(b => b.DELETE)).toHaveLength(1)
+  })
+})
+
+describe('HCQL target: bulk writes', () => {
+  const book = (ID: number, title = `Local ${ID}`) => ({ ID, title, author: `Author ${ID % 7}`, stock: ID % 10 })
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+  const providerCount = async () => Number(await (await fetch(`${provider.url}/odata/v4/catalog/Books/$count`)).text())
+  const firstId = (body: Cqn) => body.INSERT?.entries?.[0]?.ID as number | undefined
+  async function localBooks(rows: Array<Record<string, unknown>>) {
+    await ql.DELETE.from('hcql.OutgoingBooks')
+    for (let i = 0; i < rows.length; i += 1000) await ql.INSERT.into('hcql.OutgoingBooks').entries(rows.slice(i, i + 1000))
+  }
+  async function pipeline(name: string, options: Record<string, unknown> = {}) {
+    await engine.addPipeline({ name, source: { service: 'db', entity: 'hcql.OutgoingBooks', batchSize: 10 }, target: { service: 'CatalogAPI', entity: 'Books' }, mode: 'full', ...options })
+  }
+  beforeEach(async () => {
+    await provider.control.reset()
+    proxy.state.faults.length = 0
+    proxy.state.beforeForward = undefined
+    proxy.take()
+  })
+
+  test('a full run into an empty target: one DELETE, then one INSERT per batch and no lookups; a re-run counts its deletes', async () => {
+    await localBooks(range(1, 25).map(ID => book(ID)))
+    await pipeline('hcql-bulk')
+    // the empty target's DELETE is answered 404 by CAP; one SELECT confirms the entity answers (0 rows)
+    expect(await run('hcql-bulk')).toMatchObject({ status: 'completed', statistics: { created: 25, updated: 0, deleted: 0 } })
+    expect(kinds(proxy.take())).toEqual(['DELETE', 'SELECT', 'INSERT', 'INSERT', 'INSERT'])
+    expect(await provider.control.books('?$filter=ID eq 7')).toMatchObject([book(7)])
+    expect(await providerCount()).toBe(25)
+
+    expect(await run('hcql-bulk')).toMatchObject({ status: 'completed', statistics: { created: 25, updated: 0, deleted: 25 } })
+    expect(kinds(proxy.take())).toEqual(['DELETE', 'INSERT', 'INSERT', 'INSERT'])
+    expect(await providerCount()).toBe(25)
+  })
+
+  test('a full refresh after partial writes replaces them: counted deletes, every row created once', async () => {
+    await localBooks(range(1, 25).map(ID => book(ID)))
+    await pipeline('hcql-partial', { retry: { maxRetries: 0 } })
+    // the second batch's INSERT and then its lookup are refused: the run fails after batch 1 was written
+    proxy.state.faults.push({ status: 400, message: 'refused', when: b => firstId(b) === 11 }, { status: 400, message: 'refused', when: b => Boolean(b.SELECT?.where) })
+    const failed = await run('hcql-partial').then(() => undefined, (error: Error) => error)
+    expect(failed?.message).toMatch(/refused/)
+    expect(await providerCount()).toBe(10)
+    proxy.take()
+
+    expect(await run('hcql-partial')).toMatchObject({ status: 'completed', statistics: { created: 25, updated: 0, deleted: 10 } })
+    expect(kinds(proxy.take())).toEqual(['DELETE', 'INSERT', 'INSERT', 'INSERT'])
+    expect(await providerCount()).toBe(25)
+    expect(await provider.control.books('?$filter=ID eq 12')).toMatchObject([book(12)])
+  })
+
+  test('a key written by someone else during a refill: that batch falls back to lookup + UPSERT, counts stay honest', async () => {
+    await localBooks(range(1, 25).map(ID => book(ID)))
+    await pipeline('hcql-conflict')
+    proxy.state.beforeForward = async body => {
+      if (firstId(body) !== 11) return
+      proxy.state.beforeForward = undefined
+      await provider.control.seed({ from: 12, count: 1, modifiedAt: T0 }) // 'Book 12' at the provider
+    }
+    expect(await run('hcql-conflict')).toMatchObject({ status: 'completed', statistics: { created: 24, updated: 1, deleted: 0 } })
+    // the refused INSERT is not retried; after a batch that found a key, the next one is counted too
+    expect(kinds(proxy.take())).toEqual(['DELETE', 'SELECT', 'INSERT', 'INSERT', 'SELECT', 'UPSERT', 'SELECT', 'UPSERT'])
+    expect(await provider.control.books('?$filter=ID eq 12')).toMatchObject([book(12)])
+    expect(await providerCount()).toBe(25)
+  })
+
+  test('an INSERT whose answer is lost: its rows, found as sent, count as created once', async () => {
+    await localBooks(range(1, 25).map(ID => book(ID)))
+    await pipeline('hcql-lost')
+    proxy.state.faults.push({ drop: true, when: b => firstId(b) === 11 })
+    expect(await run('hcql-lost')).toMatchObject({ status: 'completed', statistics: { created: 25, updated: 0, deleted: 0 } })
+    expect(kinds(proxy.take())).toEqual(['DELETE', 'SELECT', 'INSERT', 'INSERT', 'SELECT', 'INSERT'])
+    expect(await providerCount()).toBe(25)
+  })
+
+  test('request bodies stay within the provider\'s limit: a batch over 100 KB is split, a 413 splits further', async () => {
+    const long = (ID: number) => book(ID, `Local ${ID} ${'x'.repeat(120)}`)
+    await localBooks(range(1, 1500).map(long))
+    await pipeline('hcql-large', { source: { service: 'db', entity: 'hcql.OutgoingBooks', batchSize: 1500 } })
+    expect(await run('hcql-large')).toMatchObject({ status: 'completed', statistics: { created: 1500 } })
+    const sizes = [...proxy.state.sizes]
+    const bodies = proxy.take()
+    const inserts = bodies.map((b, i) => ({ kind: Object.keys(b)[0], size: sizes[i] })).filter(b => b.kind === 'INSERT')
+    expect(inserts).toHaveLength(3) // ~230 KB in bodies below CAP's default 100 KB
+    for (const { size } of inserts) expect(size).toBeLessThanOrEqual(100 * 1024)
+    expect(await providerCount()).toBe(1500)
+
+    // a provider with a lower limit answers 413: the rows go again in smaller bodies
+    proxy.state.faults.push({ status: 413, message: 'request entity too large', when: b => Boolean(b.INSERT) })
+    expect(await run('hcql-large')).toMatchObject({ status: 'completed', statistics: { created: 1500, deleted: 1500 } })
+    const after = [...proxy.state.sizes]
+    const kindsAfter = kinds(proxy.take())
+    expect(kindsAfter.filter(k => k === 'INSERT').length).toBeGreaterThan(4) // the refused one, then halves
+    expect(Math.max(...after.filter((_, i) => kindsAfter[i] === 'INSERT').slice(1))).toBeLessThanOrEqual(50 * 1024)
+    expect(await providerCount()).toBe(1500)
+  })
+
+  test('delta: after a batch that found none of its keys, the next batches are one INSERT each; re-reads stay counted and never duplicate', async () => {
+    await localBooks(range(1, 25).map(ID => book(ID)))
+    await pipeline('hcql-appends', { mode: 'delta' })
+    expect(await run('hcql-appends')).toMatchObject({ status: 'completed', statistics: { created: 25, updated: 0, deleted: 0 } })
+    expect(kinds(proxy.take())).toEqual(['SELECT', 'UPSERT', 'INSERT', 'INSERT'])
+
+    await ql.UPDATE('hcql.OutgoingBooks').set({ title: 'Changed' }).where({ ID: 5 })
+    await ql.INSERT.into('hcql.OutgoingBooks').entries(range(26, 30).map(ID => book(ID)))
+    expect(await run('hcql-appends')).toMatchObject({ status: 'completed', statistics: { created: 5, updated: 1, deleted: 0 } })
+    expect(kinds(proxy.take())).toEqual(['SELECT', 'UPSERT', 'SELECT', 'SELECT', 'UPSERT'])
+    expect(await provider.control.books('?$filter=ID eq 5')).toMatchObject([{ ID: 5, title: 'Changed' }])
+
+    expect(await run('hcql-appends')).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 0, deleted: 0 } })
+    expect(kinds(proxy.take())).toEqual(['SELECT', 'SELECT', 'SELECT'])
+    expect(await providerCount()).toBe(30)
   })
 })
 
