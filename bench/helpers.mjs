@@ -5,7 +5,7 @@
  */
 import { execFile, fork, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { readFileSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -76,6 +76,21 @@ export function processCpuMs(pid) {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime, USER_HZ = 100
   } catch { return undefined }
+}
+
+/** User + system CPU time (ms) all PostgreSQL server processes of this machine have used so far (its backends do a PostgreSQL target's work). */
+export function postgresCpuMs() {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (!stat.includes(' (postgres) ')) continue
+      const fields = stat.split(') ')[1].split(' ')
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+    } catch { /* gone meanwhile */ }
+  }
+  return total
 }
 
 /**
