@@ -1,8 +1,14 @@
 /**
  * Database target: idempotent upserts by key, counted honestly (a key that existed is an
  * update, a new key a create), deletes for full refreshes and slices. Runs inside the
- * caller's transaction (the engine's per-batch or per-run transaction).
+ * caller's transaction (the engine's per-batch or per-run transaction). Plain tables are
+ * written with prepared statements on that transaction's connection (see write-path.ts),
+ * everything else through CAP's INSERT/UPSERT.
  */
+import cds from '@sap/cds'
+import { chooseWritePath, type WritePath } from './write-path.js'
+import type { SqlService } from './prepared-writer.js'
+import { LOGGER } from '../../constants.js'
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { previewPage } from '../preview.js'
 import { after, and, toCqn, type Predicate } from '../predicate.js'
@@ -13,6 +19,8 @@ import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
 
 export { ORIGIN_COLUMN }
+
+const LOG = cds.log(LOGGER.db)
 
 export class DatabaseTargetAdapter extends BaseTargetAdapter {
   protected db?: QueryRunner
@@ -25,6 +33,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   private flat?: { signature: string; ok: boolean }
   /** Savepoints taken by `isolate` (unique names). */
   private savepoints = 0
+  /** How batches are written: prepared statements or CAP's INSERT/UPSERT, and why (decided in prepare). */
+  writePath: WritePath = { kind: 'cap', reason: 'not prepared' }
 
   capabilities(): TargetCapabilities {
     return { keyAddressableUpsert: true, truncate: true, batchDelete: true, batchInsert: true }
@@ -40,6 +50,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const origin = this.pipeline.config.source.origin
     if (origin !== undefined && !this.keys.includes(ORIGIN_COLUMN))
       throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: source.origin needs target.entity '${entity}' to include aspect plugin.data_pipeline.sourced (key column '${ORIGIN_COLUMN}')`, { target: 'source.origin' })
+    this.writePath = chooseWritePath(this.db, this.entity.name)
+    LOG.debug(`pipeline '${this.pipeline.name}': target ${this.entity.name} written by ${this.writePath.kind === 'prepared' ? 'prepared statements' : "CAP's INSERT/UPSERT"} (${this.writePath.reason})`)
   }
 
   override entityDefinition(): CsnEntity | undefined {
@@ -62,7 +74,13 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
     const rows = uniqueByKey(records, this.keys)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
+    const writer = this.writePath.writer
     if (this.onlyNewKeys(rows, context)) {
+      const prepared = writer?.columnsOf(rows)
+      if (prepared) {
+        await this.native(tx => writer!.insert(tx, prepared, rows))
+        return { created: rows.length, updated: 0, deleted: 0 }
+      }
       const columns = this.flatColumns(rows)
       await this.db!.run(columns
         ? ql.INSERT.into(this.entity!.name).columns(...columns).rows(rows.map(row => columns.map(c => row[c])))
@@ -78,7 +96,9 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
       if (!before) created++
       return !before || !sameRow(row, before)
     })
-    if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
+    const prepared = changed.length ? writer?.columnsOf(changed) : undefined
+    if (prepared) await this.native(tx => writer!.upsert(tx, prepared, changed))
+    else if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
     return { created, updated: changed.length - created, deleted: 0 }
   }
 
@@ -100,6 +120,14 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     }
     await this.db!.run(`RELEASE SAVEPOINT ${savepoint}`)
     return result
+  }
+
+  /** Runs on the native connection of the current transaction (the engine's), begun if it has not run a statement yet. */
+  private native(write: (tx: SqlService) => Promise<void>): Promise<void> {
+    return (this.db as unknown as SqlService).run(async tx => {
+      if (!tx.dbc) await tx.run('SELECT 1')
+      await write(tx)
+    })
   }
 
   private keyOf(row: DataRecord): string {
@@ -225,11 +253,11 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     return columns
   }
 
-  /** Keys of integer and string types, where distinct in JavaScript means distinct in the database. */
+  /** Keys of integer, string and UUID types (CAP stores a UUID as text), where distinct in JavaScript means distinct in the database. */
   private orderedKey(key: unknown[]): boolean {
     this.keyKinds ??= this.keys.map(k => {
       const type = builtinType(this.entity!.elements[k])
-      return type === 'cds.String' ? 'string' : type && INTEGER_TYPES.has(type) ? 'number' : undefined
+      return type === 'cds.String' || type === 'cds.UUID' ? 'string' : type && INTEGER_TYPES.has(type) ? 'number' : undefined
     })
     return key.every((value, i) => this.keyKinds![i] !== undefined && typeof value === this.keyKinds![i] && (typeof value !== 'number' || Number.isSafeInteger(value)))
   }

@@ -1,0 +1,98 @@
+/**
+ * Which path a database target writes through, decided once per pipeline when it is prepared:
+ * prepared bulk statements on the transaction's native connection (`PreparedWriter`), or CAP's
+ * own INSERT/UPSERT wherever an entity has something only CAP's path honours.
+ */
+import { PostgresWriter } from './postgres-writer.js'
+import { SqliteWriter } from './sqlite-writer.js'
+import type { PreparedWriter, SqlService } from './prepared-writer.js'
+import { builtinType, type CsnElement, type CsnEntity } from '../../model/csn.js'
+
+export interface WritePath {
+  /** `prepared`: the target's own prepared statements; `cap`: CAP's INSERT/UPSERT. */
+  kind: 'prepared' | 'cap'
+  /** Why (shown in debug logs and `DatabaseTargetAdapter.writePath`). */
+  reason: string
+  writer?: PreparedWriter
+}
+
+interface Handler {
+  before?: string
+  on?: string
+  after?: string
+  handler: { name?: string; toString(): string }
+  for(request: { event: string; path: string; entity: string }): boolean
+}
+
+interface Handlers {
+  before?: Handler[]
+  on?: Handler[]
+  after?: Handler[]
+}
+
+/** Scalar types the prepared statements bind as CAP's JSON would carry them. */
+const SCALAR_TYPES = new Set([
+  'cds.UUID', 'cds.String', 'cds.LargeString', 'cds.Boolean', 'cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8',
+  'cds.Integer64', 'cds.Decimal', 'cds.DecimalFloat', 'cds.Double', 'cds.Date', 'cds.Time', 'cds.DateTime', 'cds.Timestamp',
+])
+
+const WRITERS: Record<string, new (service: SqlService, entity: CsnEntity) => PreparedWriter> = {
+  sqlite: SqliteWriter,
+  'better-sqlite': SqliteWriter,
+  postgres: PostgresWriter,
+}
+
+const cap = (reason: string): WritePath => ({ kind: 'cap', reason })
+
+export function chooseWritePath(service: unknown, entityName: string): WritePath {
+  const db = service as SqlService & { isDatabaseService?: boolean; handlers?: Handlers; options?: { kind?: string; dialect?: string } }
+  if (!db?.isDatabaseService) return cap('the target service is not a database service')
+  const kind = db.options?.dialect ?? db.kind ?? db.options?.kind ?? ''
+  const Writer = WRITERS[kind]
+  if (!Writer) return cap(`no prepared writer for database kind '${kind}'`)
+  const entity = db.model?.definitions[entityName] as (CsnEntity & Record<string, unknown>) | undefined
+  if (!entity) return cap('the entity is not in the database service\'s model')
+  if ((entity.query || entity.projection) && !entity['@cds.persistence.table']) return cap('the entity is a view, not a table')
+  if (entity['@cds.persistence.skip']) return cap('the entity is not persisted (@cds.persistence.skip)')
+  if (entity['@odata.draft.enabled'] || entityName.endsWith('.drafts')) return cap('the entity is draft-enabled')
+  for (const [name, element] of Object.entries(entity.elements)) {
+    const reason = elementReason(name, element as CsnElement & Record<string, unknown>)
+    if (reason) return cap(reason)
+  }
+  const handler = applicationHandler(db, entityName)
+  if (handler) return cap(`the database service has a handler for ${handler} of this entity`)
+  try {
+    return { kind: 'prepared', reason: `plain table on ${kind}`, writer: new Writer(db, entity) }
+  } catch (error) {
+    return cap(`prepared statements could not be rendered: ${(error as Error).message}`)
+  }
+}
+
+function elementReason(name: string, element: CsnElement & Record<string, unknown>): string | undefined {
+  if (element.isAssociation || element.virtual || element.value !== undefined) return undefined // not a column of its own
+  if (element.localized) return `element '${name}' is localized`
+  if (element['@cds.valid.from'] || element['@cds.valid.to']) return `element '${name}' is temporal (@cds.valid.from/to)`
+  if (element.elements || element.items) return `element '${name}' is structured or an array`
+  const type = builtinType(element)
+  if (!type || !SCALAR_TYPES.has(type)) return `element '${name}' has type ${type ?? 'unknown'}`
+  return undefined
+}
+
+/**
+ * A handler for writes of the entity on the database service that is not CAP's own (the
+ * service's methods, `fill_in_keys`, `onDeep`, the `db_strict` column check): the application's
+ * or another plugin's, which only CAP's path would run.
+ */
+function applicationHandler(db: SqlService & { handlers?: Handlers }, entity: string): string | undefined {
+  // CAP wraps synchronous handlers (keeping their names), so its own are told by method name
+  const methods = new Set<string>(['fill_in_keys', 'onDeep'])
+  for (let proto = Object.getPrototypeOf(db) as object | null; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null)
+    for (const name of Object.getOwnPropertyNames(proto)) if (name.startsWith('on')) methods.add(name)
+  const isOwn = (h: Handler) => methods.has(h.handler.name?.replace(/^bound /, '') ?? '') || h.handler.toString().includes('STRICT MODE')
+  for (const phase of ['before', 'on', 'after'] as const)
+    for (const event of ['CREATE', 'INSERT', 'UPSERT']) {
+      const found = db.handlers?.[phase]?.find(h => h.for({ event, path: entity, entity }) && !isOwn(h))
+      if (found) return `${phase} ${found[phase]}`
+    }
+  return undefined
+}
