@@ -70,14 +70,15 @@ function sampleRows(): Row[] {
 describe('fast write path', () => {
   test('the path is chosen once per pipeline: prepared statements for plain tables, CAP for what needs it', async () => {
     const paths: Record<string, string> = {}
-    for (const entity of ['fastwrite.ViaFast', 'fastwrite.Numbered', 'fastwrite.Composite', 'fastwrite.Orders', 'fastwrite.FastView', 'fastwrite.Texts', 'fastwrite.Versions'])
+    for (const entity of ['fastwrite.ViaFast', 'fastwrite.Numbered', 'fastwrite.Composite', 'fastwrite.Orders', 'fastwrite.FastView', 'fastwrite.NotStored', 'fastwrite.Texts', 'fastwrite.Versions'])
       paths[entity] = (await targetOf(`path-${entity}`, entity)).writePath.kind
     expect(paths).toEqual({
       'fastwrite.ViaFast': 'prepared', 'fastwrite.Numbered': 'prepared', 'fastwrite.Composite': 'prepared', 'fastwrite.Orders': 'prepared',
-      'fastwrite.FastView': 'cap', 'fastwrite.Texts': 'cap', 'fastwrite.Versions': 'cap',
+      'fastwrite.FastView': 'cap', 'fastwrite.NotStored': 'cap', 'fastwrite.Texts': 'cap', 'fastwrite.Versions': 'cap',
     })
     expect((await targetOf('path-view', 'fastwrite.FastView')).writePath.reason).toMatch(/view/)
     expect((await targetOf('path-texts', 'fastwrite.Texts')).writePath.reason).toMatch(/localized/)
+    expect((await targetOf('path-not-stored', 'fastwrite.NotStored')).writePath.reason).toMatch(/@cds.persistence.skip/)
   })
 
   test('an application handler on the db service for the entity keeps CAP\'s path, and the handler sees the rows', async () => {

@@ -26,6 +26,13 @@ describe('full refresh writes', () => {
     expect((await ctx.run('fr-ordered')).statistics).toEqual({ created: 2500, updated: 0, deleted: 2500 })
   })
 
+  test('a @cds.persistence.table projection of a `cds import`ed entity takes the prepared write path (the import\'s @cds.persistence.skip is inherited, not its own)', async () => {
+    await ctx.engine.addPipeline({ name: 'fr-imported', source: { service: 'Provider', entity: 'Books', batchSize: 1000 }, target: { entity: 'consumer.BooksFull' }, mode: 'full' })
+    const { target } = await (ctx.engine as unknown as { registry: { prepare(name: string): Promise<{ target: { writePath: { kind: string; reason: string } } }> } }).registry.prepare('fr-imported')
+    expect(target.writePath).toEqual(expect.objectContaining({ kind: 'prepared' }))
+    expect((await ctx.run('fr-imported')).statistics).toEqual({ created: 2500, updated: 0, deleted: 2500 })
+  })
+
   test('keys repeated in a later batch are counted as updates, not inserted twice', async () => {
     await ctx.engine.addPipeline({ name: 'fr-folded', source: { service: 'Provider', entity: 'Books', batchSize: 1000 }, target: { entity: 'consumer.LocalCopies' }, mode: 'full' })
     // 2500 source rows onto 1500 keys: rows 1501..2500 land on keys 1..1000 with another title

@@ -53,7 +53,8 @@ export function chooseWritePath(service: unknown, entityName: string): WritePath
   const entity = db.model?.definitions[entityName] as (CsnEntity & Record<string, unknown>) | undefined
   if (!entity) return cap('the entity is not in the database service\'s model')
   if ((entity.query || entity.projection) && !entity['@cds.persistence.table']) return cap('the entity is a view, not a table')
-  if (entity['@cds.persistence.skip']) return cap('the entity is not persisted (@cds.persistence.skip)')
+  if (entity['@cds.persistence.skip'] && !(entity['@cds.persistence.table'] && skipInherited(entity, db.model!.definitions)))
+    return cap('the entity is not persisted (@cds.persistence.skip)')
   if (entity['@odata.draft.enabled'] || entityName.endsWith('.drafts')) return cap('the entity is draft-enabled')
   for (const [name, element] of Object.entries(entity.elements)) {
     const reason = elementReason(name, element as CsnElement & Record<string, unknown>)
@@ -66,6 +67,17 @@ export function chooseWritePath(service: unknown, entityName: string): WritePath
   } catch (error) {
     return cap(`prepared statements could not be rendered: ${(error as Error).message}`)
   }
+}
+
+/**
+ * `cds import` marks imported entities @cds.persistence.skip and the compiler copies that to
+ * projections on them; a `@cds.persistence.table` projection is a table all the same (the
+ * compiler drops only one that carries the skip itself).
+ */
+function skipInherited(entity: Record<string, unknown>, definitions: Record<string, unknown>): boolean {
+  const select = (entity.projection ?? (entity.query as { SELECT?: unknown } | undefined)?.SELECT) as { from?: { ref?: unknown[] } } | undefined
+  const source = select?.from?.ref?.length === 1 ? select.from.ref[0] : undefined
+  return typeof source === 'string' && (definitions[source] as Record<string, unknown> | undefined)?.['@cds.persistence.skip'] === true
 }
 
 function elementReason(name: string, element: CsnElement & Record<string, unknown>): string | undefined {
