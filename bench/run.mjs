@@ -321,6 +321,7 @@ function summarizeSize(result) {
           sampledMB: round(median(list.map(x => x.rss.sampledMB)), 1),
           bootMB: round(median(list.map(x => x.rss.bootMB)), 1),
           all: list.map(x => round(x.rss.vmHwmMB, 1)),
+          atPeak: list.map(x => x.rss.atPeak),
         },
       } : {}),
       ...(list[0].extra ? { extra: list[0].extra } : {}),
@@ -608,13 +609,17 @@ async function worker() {
     }
     case 'full': {
       // a fresh process: its high-water mark is the full copy's peak (boot included, as users see it)
-      let sampled = process.memoryUsage().rss / MB
-      const sampler = setInterval(() => { sampled = Math.max(sampled, process.memoryUsage().rss / MB) }, 50)
+      // what the memory was made of at the sampled peak (V8 heap, buffers) shows where growth comes from
+      const mb = m => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, round(v / MB, 1)]))
+      let atPeak = process.memoryUsage()
+      const sample = () => { const m = process.memoryUsage(); if (m.rss > atPeak.rss) atPeak = m }
+      const sampler = setInterval(sample, 50)
       const result = await phase(pgKey('full'), fullRun)
       clearInterval(sampler)
-      sampled = Math.max(sampled, process.memoryUsage().rss / MB)
+      sample()
+      const sampled = atPeak.rss / MB
       const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
-      measured[pgKey('full')] = { ...result, rss: { vmHwmMB: match ? Number(match[1]) / 1024 : sampled, sampledMB: sampled, bootMB } }
+      measured[pgKey('full')] = { ...result, rss: { vmHwmMB: match ? Number(match[1]) / 1024 : sampled, sampledMB: sampled, bootMB, atPeak: mb(atPeak) } }
       break
     }
     case 'delta':
