@@ -10,7 +10,7 @@ export interface TrackerState {
   mode: 'full' | 'delta' | 'partial-refresh'
   /** Timestamp / datetime-fields watermark (ISO, UTC) of the last successful run. */
   lastSync: string | null
-  /** Key watermark of the last successful run. */
+  /** Key watermark of the last successful run; beside a timestamp watermark, its tie cursor (JSON, see watermark.ts). */
   lastKey: string | null
   /** For `partial-refresh`: the slice being rebuilt. */
   slice?: SlicePredicate

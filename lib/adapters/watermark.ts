@@ -4,10 +4,18 @@
  * The watermark is the highest value *read* (never the end-of-run clock), and the next run
  * compares inclusively (`ge`), so rows sharing the last value — or written later with that
  * same value — are read again rather than lost. Re-reads are harmless: writes are upserts.
+ *
+ * Ties (issue 14): a run also stores where it stopped inside the group of rows sharing the
+ * watermark value (the keys of the last such row, reads being ordered by watermark, then keys:
+ * a {@link TieCursor} in `lastKey`). Once that value can no longer be given to new writes — the
+ * run that read the group started at least `delta.settle` after the value's period ended —
+ * the next run skips the rows of the group it already read (`ge value and (gt value or keys >
+ * cursor)`), so a no-change run after a bulk update transfers nothing. Before that it reads
+ * the whole group again, as a row written later with that value may sort below the cursor.
  */
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { TrackerState } from './types.js'
-import type { Predicate } from './predicate.js'
+import { after, type Predicate } from './predicate.js'
 
 export interface ReadSegment {
   filter?: Predicate
@@ -26,17 +34,62 @@ export interface DeltaPlan {
   field?: string
   dateField?: string
   timeField?: string
+  /** Tie cursor settings; only for sources reading in (watermark, keys) order with known keys. */
+  ties?: TiePolicy
 }
 
-export function deltaPlan(pipeline: ResolvedPipeline, sourceElements: string[] | undefined, sourceKeys: string[]): DeltaPlan {
+export interface TiePolicy {
+  /** Source keys ordering rows inside a watermark value. */
+  keys: string[]
+  /** How long one watermark value is handed to new writes (ms): its period (Timestamp 1 ms, DateTime 1 s, Date a day in every time zone). */
+  precision: number
+  /** How long after that period a read must have happened before its cursor is trusted (`delta.settle`, ms). */
+  settle: number
+}
+
+/** Where a run stopped inside the rows sharing the watermark value; stored as JSON in `lastKey`. */
+export interface TieCursor {
+  /** The watermark value (ISO) the position belongs to. */
+  at: string
+  /** Key values (source names) of the last row read with that value. */
+  after: DataRecord
+  /** Start of the run that read it (ISO, the consumer's clock). */
+  readAt: string
+}
+
+/** `delta.settle` default: clock skew between consumer and provider plus the longest write transaction stay below it. */
+export const DEFAULT_TIE_SETTLE = 60_000
+const SECOND = 1000
+/** A Date value is written until the last time zone (UTC−12) leaves that day. */
+const DATE_PERIOD = 36 * 3_600_000
+/** Tracker column `lastKey` is String(1000): a longer cursor is not stored (the next run reads the group inclusively). */
+const MAX_CURSOR_LENGTH = 1000
+
+export function deltaPlan(pipeline: ResolvedPipeline, sourceElements: string[] | undefined, sourceKeys: string[], typeOf?: (field: string) => string | undefined): DeltaPlan {
   const delta = pipeline.delta
-  if (delta?.mode === 'datetime-fields') return { mode: 'datetime-fields', dateField: delta.dateField, timeField: delta.timeField }
+  if (delta?.mode === 'datetime-fields')
+    return withTies({ mode: 'datetime-fields', dateField: delta.dateField, timeField: delta.timeField }, pipeline, sourceKeys, SECOND)
   if (delta?.mode === 'key') {
     const field = delta.field ?? (sourceKeys.length === 1 ? sourceKeys[0] : undefined)
     return field ? { mode: 'key', field } : { mode: 'none' }
   }
   const field = delta?.field ?? (sourceElements?.includes('modifiedAt') ? 'modifiedAt' : undefined)
-  return field ? { mode: 'timestamp', field } : { mode: 'none' }
+  return field ? withTies({ mode: 'timestamp', field }, pipeline, sourceKeys, periodOf(typeOf?.(field))) : { mode: 'none' }
+}
+
+function withTies(plan: DeltaPlan, pipeline: ResolvedPipeline, sourceKeys: string[], precision: number): DeltaPlan {
+  const fields = watermarkFields(plan)
+  const keys = sourceKeys.filter(key => !fields.includes(key))
+  if (!keys.length) return plan
+  const settle = pipeline.delta?.settle
+  return { ...plan, ties: { keys, precision, settle: typeof settle === 'number' ? settle : DEFAULT_TIE_SETTLE } }
+}
+
+/** The period one value of a watermark field covers; unknown types count as dates (the longest). */
+function periodOf(type: string | undefined): number {
+  if (type === 'cds.Timestamp') return 1
+  if (type === 'cds.DateTime' || type === 'Edm.DateTime') return SECOND
+  return DATE_PERIOD
 }
 
 /** The ordered reads of one run. */
@@ -45,7 +98,8 @@ export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: strin
   if (plan.mode === 'key') {
     const field = plan.field!
     const order = [field, ...keys.filter(k => k !== field)]
-    return [{ order, filter: tracker.lastKey === null ? undefined : { field, op: 'gt', value: keyValue(tracker.lastKey) } }]
+    const lastKey = tracker.lastKey === null || parseTieCursor(tracker.lastKey) ? null : tracker.lastKey
+    return [{ order, filter: lastKey === null ? undefined : { field, op: 'gt', value: keyValue(lastKey) } }]
   }
   const fields = plan.mode === 'timestamp' ? [plan.field!] : [plan.dateField!, plan.timeField!]
   const order = [...fields, ...keys.filter(k => !fields.includes(k))]
@@ -56,12 +110,48 @@ export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: strin
       { order, filter: { field: fields[0], op: 'ne', value: null } },
     ]
   }
-  if (plan.mode === 'timestamp') return [{ order, filter: { field: fields[0], op: 'ge', value: tracker.lastSync } }]
+  const cursor = plan.ties && settledCursor(plan.ties, tracker, keys.filter(k => !fields.includes(k)))
+  if (plan.mode === 'timestamp') {
+    const inclusive: Predicate = { field: fields[0], op: 'ge', value: tracker.lastSync }
+    return [{ order, filter: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: tracker.lastSync }, ...alternatives(cursor)] }] } : inclusive }]
+  }
   const [date, time] = splitUtc(tracker.lastSync)
-  return [{
-    order,
-    filter: { or: [{ field: fields[0], op: 'gt', value: date }, { and: [{ field: fields[0], op: 'eq', value: date }, { field: fields[1], op: 'ge', value: time }] }] },
-  }]
+  const inclusive: Predicate = { or: [{ field: fields[0], op: 'gt', value: date }, { and: [{ field: fields[0], op: 'eq', value: date }, { field: fields[1], op: 'ge', value: time }] }] }
+  // within the inclusive rows, `date > d or time > t` is "a later date, or the same date and a later time"
+  return [{ order, filter: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: date }, { field: fields[1], op: 'gt', value: time }, ...alternatives(cursor)] }] } : inclusive }]
+}
+
+/** The rows after the cursor within its value, as alternatives of an `or`. */
+function alternatives(cursor: { keys: string[]; after: DataRecord }): Predicate[] {
+  const predicate = after(cursor.keys, cursor.after)
+  return 'or' in predicate ? predicate.or : [predicate]
+}
+
+/**
+ * The tie cursor stored with the watermark, when the next read may start after it: it belongs
+ * to the stored value, names every key, and was read `settle` after the value's period ended
+ * (no new write can carry the value any more). Otherwise undefined: the group is read again.
+ */
+function settledCursor(policy: TiePolicy, tracker: TrackerState, keys: string[]): { keys: string[]; after: DataRecord } | undefined {
+  if (!tracker.lastSync || !tracker.lastKey || !keys.length) return undefined
+  const cursor = parseTieCursor(tracker.lastKey)
+  if (!cursor || Date.parse(cursor.at) !== Date.parse(tracker.lastSync)) return undefined
+  if (!keys.every(key => cursor.after[key] !== null && cursor.after[key] !== undefined)) return undefined
+  if (Date.parse(cursor.readAt) - (Date.parse(cursor.at) + policy.precision) < policy.settle) return undefined
+  return { keys, after: cursor.after }
+}
+
+/** A tie cursor stored in `lastKey`, or undefined for anything else (a key watermark, an older release's null). */
+export function parseTieCursor(text: string | null | undefined): TieCursor | undefined {
+  if (!text || !text.startsWith('{"at":')) return undefined
+  try {
+    const value = JSON.parse(text) as Partial<TieCursor>
+    if (typeof value.at !== 'string' || typeof value.readAt !== 'string' || !value.after || typeof value.after !== 'object') return undefined
+    if (Number.isNaN(Date.parse(value.at)) || Number.isNaN(Date.parse(value.readAt))) return undefined
+    return value as TieCursor
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -88,8 +178,17 @@ export function splitUtc(iso: string): [string, string] {
 export class WatermarkTracker {
   private maxTime: number | undefined
   private maxKey: string | number | undefined
+  /** Keys of the last record read with `maxTime` (reads are ordered: the highest at that value). */
+  private tie: DataRecord | undefined
+  private readonly ties: TiePolicy | undefined
 
-  constructor(private readonly plan: DeltaPlan, private readonly previous: Watermark, private readonly readStart: Date) {}
+  /**
+   * `mode`: the run's mode. Tie cursors come from runs that read every row up to the value
+   * (delta and full runs); a partial refresh reads a slice and keeps the stored cursor.
+   */
+  constructor(private readonly plan: DeltaPlan, private readonly previous: Watermark, private readonly readStart: Date, mode: TrackerState['mode'] = 'delta') {
+    this.ties = mode === 'partial-refresh' ? undefined : plan.ties
+  }
 
   observe(records: DataRecord[]): void {
     const { plan } = this
@@ -103,7 +202,9 @@ export class WatermarkTracker {
         const time = plan.mode === 'timestamp'
           ? toTime(record[plan.field!])
           : toTime(record[plan.dateField!] ? `${String(record[plan.dateField!]).slice(0, 10)}T${String(record[plan.timeField!] ?? '00:00:00')}Z` : null)
-        if (time !== undefined && (this.maxTime === undefined || time > this.maxTime)) this.maxTime = time
+        if (time === undefined || (this.maxTime !== undefined && time < this.maxTime)) continue
+        this.maxTime = time
+        if (this.ties) this.tie = keysOf(record, this.ties.keys)
       }
     }
   }
@@ -111,8 +212,8 @@ export class WatermarkTracker {
   result(): Watermark {
     const { plan } = this
     if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields') {
-      const lastSync = this.maxTime !== undefined ? new Date(this.maxTime).toISOString() : this.previous.lastSync ?? this.readStart.toISOString()
-      return { lastSync: later(lastSync, this.previous.lastSync), lastKey: this.previous.lastKey }
+      const lastSync = later(this.maxTime !== undefined ? new Date(this.maxTime).toISOString() : this.previous.lastSync ?? this.readStart.toISOString(), this.previous.lastSync)
+      return { lastSync, lastKey: this.tieCursor(lastSync) }
     }
     if (plan.mode === 'key') {
       const lastKey = this.maxKey !== undefined ? String(this.maxKey) : this.previous.lastKey
@@ -129,11 +230,35 @@ export class WatermarkTracker {
    */
   checkpoint(): Watermark {
     const { plan, previous } = this
-    if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields')
-      return { lastSync: this.maxTime !== undefined ? later(new Date(this.maxTime).toISOString(), previous.lastSync) : previous.lastSync, lastKey: previous.lastKey }
+    if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields') {
+      const lastSync = this.maxTime !== undefined ? later(new Date(this.maxTime).toISOString(), previous.lastSync) : previous.lastSync
+      return { lastSync, lastKey: lastSync === null ? previous.lastKey : this.tieCursor(lastSync) }
+    }
     if (plan.mode === 'key') return { lastSync: previous.lastSync, lastKey: this.maxKey !== undefined ? String(this.maxKey) : previous.lastKey }
     return { ...previous }
   }
+
+  /**
+   * `lastKey` beside a timestamp watermark: this run's tie cursor when the stored value is the
+   * highest it read, else the stored one (nothing read at the value, or a shrunken source).
+   */
+  private tieCursor(lastSync: string): string | null {
+    if (this.maxTime === undefined || !this.tie || Date.parse(lastSync) !== this.maxTime) return this.previous.lastKey
+    const cursor: TieCursor = { at: lastSync, after: this.tie, readAt: this.readStart.toISOString() }
+    const text = JSON.stringify(cursor)
+    return text.length <= MAX_CURSOR_LENGTH ? text : null
+  }
+}
+
+/** The key values of a record, or undefined when one is missing (no position can be stored). */
+function keysOf(record: DataRecord, keys: string[]): DataRecord | undefined {
+  const out: DataRecord = {}
+  for (const key of keys) {
+    const value = record[key]
+    if (value === null || value === undefined) return undefined
+    out[key] = value instanceof Date ? value.toISOString() : value
+  }
+  return out
 }
 
 /** Orders keys: integers (also Int64 as text, e.g. '9' < '10') numerically, other keys as text. */

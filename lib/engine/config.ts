@@ -96,7 +96,9 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
     if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
     if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
-    delta = { ...config.delta, mode: deltaMode }
+    const { settle } = config.delta
+    if (settle !== undefined && typeof settle !== 'number' && typeof settle !== 'string') throw invalidConfig('delta.settle', "must be milliseconds or a duration such as '5m'")
+    delta = { ...config.delta, mode: deltaMode, ...(settle === undefined ? {} : { settle: settle === 0 ? 0 : parseDuration(settle, 'delta.settle') }) }
   }
 
   const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')

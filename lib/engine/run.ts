@@ -189,7 +189,7 @@ export class PipelineRun {
     if (replay) await carryDriftToReplay(this.name, runId)
     const records = replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
 
-    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime)
+    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime, request.mode)
     // full and partial refreshes are atomic unless the config explicitly trades that for
     // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
     const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'

@@ -59,6 +59,12 @@ export interface DeltaConfig {
   deletedField?: string
   /** What a soft-deleted row does to the replica: `delete` (default) removes it, `flag` keeps it with the field set. */
   deletedAction?: 'delete' | 'flag'
+  /**
+   * Timestamp and datetime-fields modes: how long after a watermark value's period a read must
+   * happen before rows sharing that value are no longer read again (ms or a duration such as '5m';
+   * default 1 minute). Must exceed the clock skew between consumer and provider plus the longest write transaction.
+   */
+  settle?: number | string
 }
 
 /** Key reconciliation (README "Deletes in delta mode"): local rows whose key is gone at the source are deleted. */

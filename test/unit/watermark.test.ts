@@ -14,14 +14,14 @@ const START = new Date('2026-06-01T12:00:00.000Z')
 
 describe('deltaPlan: inference', () => {
   test('modifiedAt on the source is the default timestamp field', () => {
-    expect(deltaPlan(pipeline(), ['ID', 'title', 'modifiedAt'], ['ID'])).toEqual({ mode: 'timestamp', field: 'modifiedAt' })
+    expect(deltaPlan(pipeline(), ['ID', 'title', 'modifiedAt'], ['ID'])).toEqual({ mode: 'timestamp', field: 'modifiedAt', ties: { keys: ['ID'], precision: 36 * 3_600_000, settle: 60_000 } })
   })
   test('no delta field known → none (every run reads everything)', () => {
     expect(deltaPlan(pipeline(), ['ID', 'title'], ['ID'])).toEqual({ mode: 'none' })
     expect(deltaPlan(pipeline(), undefined, [])).toEqual({ mode: 'none' })
   })
   test('explicit delta.field wins', () => {
-    expect(deltaPlan(pipeline({ delta: { field: 'changedAt' } }), ['ID', 'modifiedAt', 'changedAt'], ['ID'])).toEqual({ mode: 'timestamp', field: 'changedAt' })
+    expect(deltaPlan(pipeline({ delta: { field: 'changedAt' } }), ['ID', 'modifiedAt', 'changedAt'], ['ID'])).toMatchObject({ mode: 'timestamp', field: 'changedAt' })
   })
   test('key mode defaults to the single key', () => {
     expect(deltaPlan(pipeline({ delta: { mode: 'key' } }), ['ID'], ['ID'])).toEqual({ mode: 'key', field: 'ID' })
@@ -29,7 +29,7 @@ describe('deltaPlan: inference', () => {
   })
   test('datetime-fields', () => {
     expect(deltaPlan(pipeline({ delta: { mode: 'datetime-fields', dateField: 'd', timeField: 't' } }), ['d', 't'], ['ID']))
-      .toEqual({ mode: 'datetime-fields', dateField: 'd', timeField: 't' })
+      .toEqual({ mode: 'datetime-fields', dateField: 'd', timeField: 't', ties: { keys: ['ID'], precision: 1000, settle: 60_000 } })
   })
 })
 

@@ -10,7 +10,7 @@ import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
 import { withRetry } from '../retry.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import { dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
+import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { shapeOfEntity, type LiveShape } from './live-shape.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord } from '../../pipeline/types.js'
@@ -42,7 +42,8 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
   }
 
   override watermarkPlan(): DeltaPlan {
-    return this.entity ? deltaPlan(this.pipeline, dataElementNames(this.entity), keyNames(this.entity)) : super.watermarkPlan()
+    const entity = this.entity
+    return entity ? deltaPlan(this.pipeline, dataElementNames(entity), keyNames(entity), field => builtinType(entity.elements[field])) : super.watermarkPlan()
   }
 
   readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {

@@ -77,7 +77,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   }
 
   override watermarkPlan(): DeltaPlan {
-    return deltaPlan(this.pipeline, this.entity ? dataElementNames(this.entity) : undefined, this.keys())
+    return deltaPlan(this.pipeline, this.entity ? dataElementNames(this.entity) : undefined, this.keys(), this.typeOf)
   }
 
   async *readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
