@@ -1,19 +1,36 @@
 #!/usr/bin/env node
 /**
- * Benchmark of `@federation.delegate` (part of `npm run bench`, never of `npm test`):
+ * Benchmark of `@federation.delegate` (part of `npm run bench`, never of `npm test`).
  *
- * 1. delegated read latency vs a direct read of the provider (target ≤ 1.2× at p50) — once with
- *    the provider as fast as loopback allows, once with 20 ms of simulated remote latency;
- * 2. expand local → remote over 1,000 parents: provider requests and time;
- * 3. response cache: hit vs miss latency (p50) and their ratio.
+ * Delegated vs direct, p50 and p95 on loopback (target: delegated ≤ 2 × direct at each):
+ *   a. a single-entity read  `Books(<id>)`;
+ *   b. a `$filter` page       `Books?$filter=…&$orderby=ID&$top=20&$skip=…` (renamed columns);
+ *   c. a local → remote `$expand` over 1,000 parents `Reviews?$top=1000&$expand=book($select=name)`.
+ * "Direct" is the same OData request sent straight to the provider by the same client: for a and
+ * b the exact URL the consumer sent to the provider (read back from the provider's request log);
+ * for c, which no single provider request answers, the two requests a client would otherwise
+ * make one after the other: the consumer's local page without the expand, and one provider
+ * request for the 1,000 books it references.
+ * Direct and delegated requests alternate, so drift on this noisy machine hits both alike.
+ *
+ * Case c also reports what the provider alone spends on the plugin's key chunks (10 × 100 keys,
+ * sent as CAP writes them, one after another): the floor no consumer-side work can go below.
+ *
+ * Response cache: hit vs miss (a new query shape each time), both 20 rows, p50 and p95
+ * (target: hits ≥ 10 × faster at p50), beside the consumer's own local read of 20 rows.
  *
  * Processes: the provider (test/fixtures/provider) and the consumer
  * (test/fixtures/federation-delegate, credentials through CDS_CONFIG) each in its own child.
- * Environment: BENCH_ITERATIONS=200 (per latency series).
+ * Environment: BENCH_ITERATIONS=300 (per latency series; the expand series runs a tenth),
+ * BENCH_NATIVE_FETCH=1|0 (set `cds.env.remote.native_fetch` in the consumer; default: CAP's
+ * choice), BENCH_CONSUMER_CONFIG=<json> (`cds.requires['data-pipeline']` of the consumer),
+ * BENCH_CPU_PROF=<dir> (one CPU profile of the consumer per measured series, see
+ * federation-profile.cjs), BENCH_ONLY=single,filter,expand,cache (a subset; results not written).
  */
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,19 +39,27 @@ const require = createRequire(import.meta.url)
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '..')
 const RESULTS = path.join(HERE, 'results', 'federation-delegate.json')
-const ITERATIONS = Math.max(20, Number(process.env.BENCH_ITERATIONS ?? 200))
+const ITERATIONS = Math.max(20, Number(process.env.BENCH_ITERATIONS ?? 300))
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : undefined
+const runs = name => !ONLY || ONLY.has(name)
 const PARENTS = 1000
 const S = '/odata/v4/federation'
+const RATIO_TARGET = 2
+const CACHE_TARGET = 10
 
 // request logs off: they would be measured too
 const QUIET = { log: { levels: { odata: 'warn', remote: 'error', cds: 'warn', federation: 'warn' } } }
 const now = () => performance.now()
 const round = (x, d = 2) => Number(x.toFixed(d))
-const p50 = values => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
+}
+const stat = times => ({ p50: round(quantile(times, 0.5)), p95: round(quantile(times, 0.95)) })
 
-async function start(dir, env = {}) {
+async function start(dir, env = {}, nodeArgs = []) {
   const serve = require.resolve('@sap/cds/bin/serve.js')
-  const child = spawn(process.execPath, [serve, '--port', '0'], { cwd: dir, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', CDS_CONFIG: JSON.stringify(QUIET), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...nodeArgs, serve, '--port', '0'], { cwd: dir, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', CDS_CONFIG: JSON.stringify(QUIET), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${dir} did not start:\n${log}`)), 30_000)
@@ -55,7 +80,7 @@ async function control(base, action, data) {
   const response = await fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
   if (!response.ok) throw new Error(`${action}: ${response.status} ${await response.text()}`)
 }
-const stats = async base => (await (await fetch(`${base}/odata/v4/control/stats()`)).json()).requests
+const stats = async base => await (await fetch(`${base}/odata/v4/control/stats()`)).json()
 
 async function get(url) {
   const t0 = now()
@@ -65,72 +90,167 @@ async function get(url) {
   return { ms: now() - t0, body }
 }
 
-async function series(urlOf, n = ITERATIONS) {
-  for (let i = 0; i < 10; i++) await get(urlOf(i)) // warm-up
-  const times = []
-  for (let i = 0; i < n; i++) times.push((await get(urlOf(i))).ms)
-  return p50(times)
+/** The provider URL(s) one consumer request caused, in order. */
+async function providerUrls(provider, consumerUrl) {
+  const before = (await stats(provider.url)).requests
+  await get(consumerUrl)
+  const after = await stats(provider.url)
+  return after.urls.slice(after.urls.length - (after.requests - before))
 }
 
+/**
+ * Alternating series of `variants` (functions i → Promise<ms>), after a warm-up; returns the
+ * times per variant.
+ */
+async function alternate(variants, n, warmup = 20) {
+  for (let i = 0; i < warmup; i++) for (const run of variants) await run(i)
+  const times = variants.map(() => [])
+  for (let i = 0; i < n; i++) for (const [v, run] of variants.entries()) times[v].push(await run(i))
+  return times
+}
+
+function compare(name, directTimes, delegatedTimes, extra = {}) {
+  const direct = stat(directTimes)
+  const delegated = stat(delegatedTimes)
+  const ratio = { p50: round(delegated.p50 / direct.p50), p95: round(delegated.p95 / direct.p95) }
+  const met = ratio.p50 <= RATIO_TARGET && ratio.p95 <= RATIO_TARGET
+  return { name, direct, delegated, ratio, target: `≤ ${RATIO_TARGET}× at p50 and p95`, met, ...extra }
+}
+
+const mark = met => (met ? '✓' : '✗')
+
 async function main() {
-  console.log(`\ncap-data-pipeline federation bench — node ${process.version}, ${os.cpus().length} CPUs, ${ITERATIONS} iterations per series`)
+  const profDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined
+  if (profDir) await mkdir(profDir, { recursive: true })
+  const cpuProf = profDir ? ['--require', path.join(HERE, 'federation-profile.cjs')] : []
+  const nativeFetch = process.env.BENCH_NATIVE_FETCH === undefined ? undefined : process.env.BENCH_NATIVE_FETCH === '1'
+  console.log(`\ncap-data-pipeline federation bench — node ${process.version}, ${os.cpus().length} CPUs, ${ITERATIONS} iterations per series, remote.native_fetch ${nativeFetch ?? 'CAP default'}`)
   const provider = await start(path.join(ROOT, 'test/fixtures/provider'))
   const providerB = await start(path.join(ROOT, 'test/fixtures/provider'))
-  const config = { ...QUIET, ...(process.env.BENCH_NATIVE_FETCH === '1' ? { remote: { native_fetch: true } } : {}), requires: { FedA: { credentials: { url: `${provider.url}/odata/v4/catalog` } }, FedB: { credentials: { url: `${providerB.url}/odata/v2/catalog` } } } }
-  const consumer = await start(path.join(ROOT, 'test/fixtures/federation-delegate'), { CDS_CONFIG: JSON.stringify(config) })
+  const config = { ...QUIET, ...(nativeFetch === undefined ? {} : { remote: { native_fetch: nativeFetch } }), requires: { FedA: { credentials: { url: `${provider.url}/odata/v4/catalog` } }, FedB: { credentials: { url: `${providerB.url}/odata/v2/catalog` } } } }
+  if (process.env.BENCH_CONSUMER_CONFIG) config.requires['data-pipeline'] = JSON.parse(process.env.BENCH_CONSUMER_CONFIG)
+  const consumer = await start(path.join(ROOT, 'test/fixtures/federation-delegate'), { CDS_CONFIG: JSON.stringify(config), FEDERATION_CPU_PROF: profDir ?? '' }, cpuProf)
+  /** Runs `series` inside a CPU profile of the consumer named `label` (when BENCH_CPU_PROF is set). */
+  const profiled = async (label, series) => {
+    if (!profDir) return series()
+    await writeFile(path.join(profDir, 'label'), label)
+    await rm(path.join(profDir, `${label}.done`), { force: true })
+    consumer.child.kill('SIGUSR2')
+    await new Promise(resolve => setTimeout(resolve, 200))
+    try {
+      return await series()
+    } finally {
+      consumer.child.kill('SIGUSR2')
+      while (!existsSync(path.join(profDir, `${label}.done`))) await new Promise(resolve => setTimeout(resolve, 100))
+    }
+  }
+  const cases = []
+  const result = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, iterations: ITERATIONS, nativeFetch: nativeFetch ?? null, cases }
   try {
     await control(provider.url, 'seed', { from: 1, count: PARENTS })
     // local parents: one review per remote book
-    for (let from = 1; from <= PARENTS; from += 50) {
+    for (let from = 1; (runs('expand') || runs('cache')) && from <= PARENTS; from += 50) {
       await Promise.all(Array.from({ length: 50 }, (_, i) => fetch(`${consumer.url}${S}/Reviews`, {
         method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ID: from + i, rating: 3, book_ID: from + i }),
       })))
     }
-
-    // 1. delegated vs direct read
-    const directUrl = i => `${provider.url}/odata/v4/catalog/Books?$select=ID,title,author,stock,modifiedAt&$filter=ID le ${20 + (i % 5)}`
-    const delegatedUrl = i => `${consumer.url}${S}/Books?$filter=ID le ${20 + (i % 5)}`
-    const direct = await series(directUrl)
-    const delegated = await series(delegatedUrl)
-    await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 20 })
-    const directSlow = await series(directUrl, Math.min(ITERATIONS, 60))
-    const delegatedSlow = await series(delegatedUrl, Math.min(ITERATIONS, 60))
-    await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
-
-    // 2. expand local → remote over 1,000 parents
-    const before = await stats(provider.url)
-    const expand = await get(`${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID&$expand=book($select=name)`)
-    const expandRequests = (await stats(provider.url)) - before
-    if (expand.body.value.length !== PARENTS || expand.body.value.some(r => r.book?.ID !== r.ID)) throw new Error('expand result incomplete')
-    const expandTimes = []
-    for (let i = 0; i < 5; i++) expandTimes.push((await get(`${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID&$expand=book($select=name)`)).ms)
-
-    // 3. response cache: misses (a new query shape each time) vs hits (the same one)
-    await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
-    let shape = 0
-    const miss = await series(() => `${consumer.url}${S}/CachedBooks?$filter=ID le ${100 + shape++}`)
-    const hit = await series(() => `${consumer.url}${S}/CachedBooks?$filter=ID le 50`)
-
-    const result = {
-      date: new Date().toISOString(),
-      node: process.version,
-      cpus: os.cpus().length,
-      iterations: ITERATIONS,
-      read: {
-        directP50ms: round(direct), delegatedP50ms: round(delegated), ratio: round(delegated / direct),
-        withRemoteLatency20ms: { directP50ms: round(directSlow), delegatedP50ms: round(delegatedSlow), ratio: round(delegatedSlow / directSlow) },
-        target: '≤ 1.2× at p50',
-      },
-      expandLocalToRemote: { parents: PARENTS, providerRequests: expandRequests, firstMs: round(expand.ms, 1), p50Ms: round(p50(expandTimes), 1) },
-      responseCache: { missP50ms: round(miss), hitP50ms: round(hit), missOverHit: round(miss / hit) },
+    const VARIANTS = 5
+    /** Consumer URLs of one case and, for each, the provider URL it sends. */
+    const pairOf = async consumerUrls => {
+      const direct = []
+      for (const url of consumerUrls) {
+        const sent = await providerUrls(provider, url)
+        if (sent.length !== 1) throw new Error(`${url}: expected one provider request, got ${sent.length}`)
+        direct.push(`${provider.url}${sent[0]}`)
+      }
+      return direct
     }
-    console.log('\nDelegated read (20–24 rows)            p50 direct %s ms, delegated %s ms → %s× (target ≤ 1.2×)', result.read.directP50ms, result.read.delegatedP50ms, result.read.ratio)
-    console.log('  … with 20 ms remote latency          p50 direct %s ms, delegated %s ms → %s×', result.read.withRemoteLatency20ms.directP50ms, result.read.withRemoteLatency20ms.delegatedP50ms, result.read.withRemoteLatency20ms.ratio)
-    console.log('Expand local → remote, %d parents     %d provider request(s), first %s ms, p50 %s ms', PARENTS, expandRequests, result.expandLocalToRemote.firstMs, result.expandLocalToRemote.p50Ms)
-    console.log('Response cache                         p50 miss %s ms, hit %s ms → hits %s× faster', result.responseCache.missP50ms, result.responseCache.hitP50ms, result.responseCache.missOverHit)
-    await mkdir(path.dirname(RESULTS), { recursive: true })
-    await writeFile(RESULTS, JSON.stringify(result, null, 2) + '\n')
-    console.log(`\nresults: ${path.relative(ROOT, RESULTS)}`)
+    const timed = url => async () => (await get(url)).ms
+
+    // a. single entity
+    if (runs('single')) {
+      const delegated = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books(${7 + v * 101})`)
+      const direct = await pairOf(delegated)
+      const [d, g] = await profiled('single', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])()], ITERATIONS))
+      cases.push(compare('single-entity read', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length) }))
+    }
+
+    // b. $filter page (renamed columns in filter and result)
+    if (runs('filter')) {
+      const delegated = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books?$filter=stock lt 50 and name ne null&$orderby=ID&$top=20&$skip=${v * 20}`)
+      const direct = await pairOf(delegated)
+      const [d, g] = await profiled('filter', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])()], ITERATIONS))
+      cases.push(compare('$filter page (20 rows)', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length) }))
+    }
+
+    // c. expand local → remote over 1,000 parents
+    if (runs('expand')) {
+      const delegated = `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID&$expand=book($select=name)`
+      const before = (await stats(provider.url)).requests
+      const first = await get(delegated)
+      const providerRequests = (await stats(provider.url)).requests - before
+      if (first.body.value.length !== PARENTS || first.body.value.some(r => r.book?.ID !== r.ID || r.book?.name !== `Book ${r.ID}`)) throw new Error('expand result incomplete')
+      const local = `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID`
+      const remote = `${provider.url}/odata/v4/catalog/Books?$select=ID,title&$filter=ID ge 1 and ID le ${PARENTS}&$orderby=ID&$top=${PARENTS}`
+      if ((await get(remote)).body.value.length !== PARENTS) throw new Error('direct expand floor incomplete')
+      // what the provider alone spends on the plugin's key chunks (100 keys each, as CAP writes
+      // them: an `or` chain of `ID eq …`), sent one after another without $batch
+      const chunks = Array.from({ length: PARENTS / 100 }, (_, c) => `${provider.url}/odata/v4/catalog/Books?$select=title,ID&$filter=(${Array.from({ length: 100 }, (_, i) => `ID eq ${c * 100 + i + 1}`).join(' or ')})`)
+      const chunkSeries = async () => { let ms = 0; for (const url of chunks) ms += (await get(url)).ms; return ms }
+      const n = Math.max(20, Math.round(ITERATIONS / 10))
+      const [d, g, p] = await profiled('expand', () => alternate([async () => (await timed(local)()) + (await timed(remote)()), timed(delegated), chunkSeries], n, 5))
+      cases.push(compare(`local → remote $expand, ${PARENTS} parents`, d, g, { providerRequests, firstMs: round(first.ms, 1), iterations: n, providerKeyChunks: stat(p) }))
+    }
+
+    // d. with 20 ms simulated remote latency (filter page; informational)
+    if (runs('filter')) {
+      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 20 })
+      const delegated = `${consumer.url}${S}/Books?$filter=stock lt 50 and name ne null&$orderby=ID&$top=20`
+      const [direct] = await pairOf([delegated])
+      const n = Math.min(ITERATIONS, 60)
+      const [d, g] = await alternate([timed(direct), timed(delegated)], n, 5)
+      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
+      result.withRemoteLatency20ms = { direct: stat(d), delegated: stat(g), ratio: { p50: round(stat(g).p50 / stat(d).p50), p95: round(stat(g).p95 / stat(d).p95) } }
+    }
+
+    // e. response cache: misses (a new query shape each time) vs hits (the same one), same 20 rows;
+    //    beside them the consumer's own floor: a local read of 20 rows through the same CAP stack
+    if (runs('cache')) {
+      let shape = 0
+      const [miss, hit, local] = await profiled('cache', () => alternate([
+        () => timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne ${100_000 + shape++}`)(),
+        timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne 99999`),
+        timed(`${consumer.url}${S}/Reviews?$filter=ID le 20`),
+      ], ITERATIONS))
+      const m = stat(miss)
+      const h = stat(hit)
+      const speedup = { p50: round(m.p50 / h.p50), p95: round(m.p95 / h.p95) }
+      result.responseCache = { miss: m, hit: h, missOverHit: speedup, localRead20: stat(local), target: `hits ≥ ${CACHE_TARGET}× faster at p50`, met: speedup.p50 >= CACHE_TARGET }
+    }
+
+    console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
+    for (const c of cases) {
+      console.log('%s  %s  %s  %s× / %s×  %s (≤ %s×)', c.name.padEnd(38), `${c.direct.p50} / ${c.direct.p95}`.padEnd(21), `${c.delegated.p50} / ${c.delegated.p95}`.padEnd(24), c.ratio.p50, c.ratio.p95, mark(c.met), RATIO_TARGET)
+    }
+    const expand = cases.find(c => c.providerRequests !== undefined)
+    if (expand) {
+      console.log('  expand: %d provider request(s) for %d parents, first %s ms (cold)', expand.providerRequests, PARENTS, expand.firstMs)
+      console.log('  expand: the provider alone on those key chunks (10 × 100 keys, sent directly one after another): %s / %s ms', expand.providerKeyChunks.p50, expand.providerKeyChunks.p95)
+    }
+    if (result.withRemoteLatency20ms) {
+      const w = result.withRemoteLatency20ms
+      console.log('  $filter page with 20 ms remote latency: direct %s / %s ms, delegated %s / %s ms → %s× / %s×', w.direct.p50, w.direct.p95, w.delegated.p50, w.delegated.p95, w.ratio.p50, w.ratio.p95)
+    }
+    if (result.responseCache) {
+      const r = result.responseCache
+      console.log('response cache (20 rows): miss %s / %s ms, hit %s / %s ms → hits %s× / %s× faster  %s (≥ %s× at p50)', r.miss.p50, r.miss.p95, r.hit.p50, r.hit.p95, r.missOverHit.p50, r.missOverHit.p95, mark(r.met), CACHE_TARGET)
+      console.log('  the consumer\'s own floor, a local read of 20 rows: %s / %s ms (a hit cannot beat it)', r.localRead20.p50, r.localRead20.p95)
+    }
+    if (!ONLY) {
+      await mkdir(path.dirname(RESULTS), { recursive: true })
+      await writeFile(RESULTS, JSON.stringify(result, null, 2) + '\n')
+      console.log(`\nresults: ${path.relative(ROOT, RESULTS)}`)
+    }
   } finally {
     await Promise.all([consumer.stop(), provider.stop(), providerB.stop()])
   }

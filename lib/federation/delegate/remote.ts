@@ -10,6 +10,7 @@ import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { entityNamed, isAssociationElement, registry, type DelegateInfo } from './model.js'
 import { prepareHcqlService } from '../../adapters/source/hcql.js'
+import { nativeFetch } from './client.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -125,7 +126,7 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   if (hcql && !select.groupBy && !select.distinct) select.count = true
   let result: unknown
   try {
-    result = await passOn(() => remote.run({ SELECT: select }))
+    result = await passOn(() => nativeFetch(remote, () => remote.run({ SELECT: select })))
   } catch (error) {
     // a single entity the remote does not have: no row (the protocol adapter answers 404)
     if (one && (error as { status?: number }).status === 404) return { rows: [], one: true }
@@ -144,7 +145,7 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
     while (rows.length < goal) {
       // the next slice of the same query; CAP renames its rows back like the first page's
       const next = { ...query.SELECT, count: undefined, limit: { rows: { val: goal - rows.length }, offset: { val: offset + rows.length } } }
-      const page = await passOn(() => remote.run({ SELECT: next }))
+      const page = await passOn(() => nativeFetch(remote, () => remote.run({ SELECT: next })))
       if (!Array.isArray(page) || !page.length) break
       rows.push(...(page as Row[]))
     }
@@ -155,7 +156,7 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   let pages = 1
   while (path && (wanted === undefined || rows.length < wanted)) {
     const request = new (cds as unknown as { Request: new (init: object) => unknown }).Request({ method: 'GET', path, target, headers: {} })
-    const page = await passOn(() => remote.dispatch(request))
+    const page = await passOn(() => nativeFetch(remote, () => remote.dispatch(request)))
     pages++
     if (!Array.isArray(page) || !page.length) break
     for (const row of page as Row[]) rows.push(toConsumerRow(row, info.entity))
