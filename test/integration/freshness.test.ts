@@ -93,6 +93,8 @@ describe('freshness', () => {
   })
 
   test('PipelineRuns projection carries the progress fields', async () => {
+    // a full run reads all 12 rows (a no-change delta run would read none)
+    await (await engine.execute('fresh-books', { mode: 'full' })).done
     const res = await http.GET(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'fresh-books'&$orderby=startTime desc&$top=1`)
     expect(res.status).toBe(200)
     const [latest] = res.data.value

@@ -18,12 +18,14 @@ function runFixtures(filter?: string, extraEnv: Record<string, string> = {}): Pr
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !/^(VITEST|TEST$|NODE_ENV$|FORCE_COLOR$)/.test(key)) env[key] = value
   Object.assign(env, extraEnv)
   const child = spawn(process.execPath, [VITEST, 'run', '--config', CONFIG, ...filter ? [filter] : []], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  // the closing line is the last line of stdout; vitest's own stderr may arrive after it
   let output = ''
-  child.stdout.on('data', chunk => { output += chunk })
+  let stdout = ''
+  child.stdout.on('data', chunk => { output += chunk; stdout += chunk })
   child.stderr.on('data', chunk => { output += chunk })
   return new Promise((resolve, reject) => {
     child.on('error', reject)
-    child.on('close', code => resolve({ code, output, lines: output.split('\n').map(line => line.trim()).filter(Boolean) }))
+    child.on('close', code => resolve({ code, output, lines: stdout.split('\n').map(line => line.trim()).filter(Boolean) }))
   })
 }
 
