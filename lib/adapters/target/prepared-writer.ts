@@ -59,7 +59,12 @@ interface Statement {
   tail: string
   /** Present columns in parameter order, each repeated as often as its marker occurs. */
   bound: Column[]
+  /** Rendered multi-row texts by row count (a few: full chunks and the last remainders). */
+  texts?: Map<number, string>
 }
+
+/** Multi-row texts kept per statement: one per full chunk size plus recent remainders. */
+const TEXTS_KEPT = 4
 
 const MARKER = '__cdp_param__'
 const MARKERS = new RegExp(MARKER, 'g')
@@ -150,9 +155,16 @@ export abstract class PreparedWriter {
 
   /** The statement's SQL for `count` rows (multi-row VALUES), its markers numbered by the dialect from 1. */
   protected sql(statement: Statement, count = 1): string {
+    // a multi-row text is long (hundreds of tuples): rendered once per row count, not per chunk
+    const texts = statement.texts ??= new Map()
+    const cached = texts.get(count)
+    if (cached) return cached
     let next = 1
     const tuples = Array.from({ length: count }, () => statement.tuple.replace(MARKERS, () => this.parameter(next++)))
-    return `${statement.head} VALUES ${tuples.join(',')}${statement.tail}`
+    const text = `${statement.head} VALUES ${tuples.join(',')}${statement.tail}`
+    if (texts.size >= TEXTS_KEPT) texts.delete(texts.keys().next().value!)
+    texts.set(count, text)
+    return text
   }
 
   private statement(kind: 'insert' | 'upsert', names: string[]): Statement {
