@@ -14,11 +14,12 @@
  */
 import cds from '@sap/cds'
 import {
-  isAssociationElement, isToMany, joinPairs, keyFields, sideOf, targetOf,
+  delegationOf, isAssociationElement, isToMany, joinPairs, keyFields, sideOf, targetOf,
   type JoinPair, type LinkedElement, type LinkedEntity,
 } from './model.js'
 import { and, chunk, delegateSettings, distinctTuples, keyPredicate, tupleId, type Token, type Tuple } from './keys.js'
-import type { Row } from './remote.js'
+import { connectRemote, type Row } from './remote.js'
+import { chunkByLength, inListCost, inStitch, usesInList } from './inlist.js'
 
 export interface Column {
   ref?: Array<string | { id: string; where?: Token[] }>
@@ -191,7 +192,6 @@ export async function applyStitch(srv: QueryRunner, roots: Row[], stitch: Stitch
   if (tuples.length) {
     const columns = column.expand ? [...column.expand] : undefined
     const addedTargets = ensureSelected(columns, targets)
-    const { keyChunkSize } = delegateSettings()
     const limit = toMany ? column.limit : undefined
     const perParentInDb = Boolean(limit?.rows && sideOf(target) === 'local')
     let rows: Row[]
@@ -199,8 +199,8 @@ export async function applyStitch(srv: QueryRunner, roots: Row[], stitch: Stitch
       const where = column.where && options.rewrite ? await options.rewrite(target, column.where) : column.where
       rows = await windowedLocalRead(srv, target, targets, tuples, columns, where, column.orderBy, limit!)
     } else {
-      const chunks = chunk(tuples, keyChunkSize)
-      const results = await pool(chunks.map(part => () => srv.run(select(target.name, columns, and(keyPredicate(targets, part), column.where), column.orderBy))))
+      const chunks = await stitchChunks(target, tuples)
+      const results = await inStitch(() => pool(chunks.map(part => () => srv.run(select(target.name, columns, and(keyPredicate(targets, part), column.where), column.orderBy)))))
       rows = results.flatMap(asRows)
     }
     for (const row of rows) {
@@ -221,6 +221,18 @@ export async function applyStitch(srv: QueryRunner, roots: Row[], stitch: Stitch
     const group = tuple.some(v => v === null || v === undefined) ? undefined : groups.get(tupleId(tuple))
     parent[alias] = toMany ? (group ?? []) : (group?.[0] ?? null)
   }
+}
+
+/**
+ * The key chunks of a stitch: a single key into an OData V4 remote goes out as `k in (…)`,
+ * bounded by characters (`keyListLength`) and, when the application set it, by `keyChunkSize`;
+ * everything else in chunks of `keyChunkSize` keys.
+ */
+async function stitchChunks(target: LinkedEntity, tuples: Tuple[]): Promise<Tuple[][]> {
+  const { keyChunkSize, keyChunkLimit, keyListLength } = delegateSettings()
+  const info = tuples[0]?.length === 1 ? delegationOf(target) : undefined
+  if (info && usesInList(await connectRemote(info))) return chunkByLength(tuples, t => inListCost(t[0]), keyListLength, keyChunkLimit)
+  return chunk(tuples, keyChunkSize)
 }
 
 function orderTokens(orderBy: Column['orderBy'], fallback: string[]): Token[] {

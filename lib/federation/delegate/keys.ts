@@ -1,7 +1,8 @@
 /**
  * Key lists as CQN predicates: one key element becomes `k in (…)`, composite keys an OR of
  * AND conditions. CAP's remote services turn both into OData `$filter` text (`in` becomes an
- * `or` chain that OData V2 also understands); the database runs them as they are.
+ * `or` chain that OData V2 also understands; the proxy's own reads send it to OData V4 remotes
+ * as `k in (…)`, see inlist.ts); the database runs them as they are.
  */
 import cds from '@sap/cds'
 import { DELEGATE_DEFAULTS } from '../../constants.js'
@@ -9,12 +10,21 @@ import { DELEGATE_DEFAULTS } from '../../constants.js'
 export type Token = unknown
 export type Tuple = unknown[]
 
-/** Settings under `cds.requires['data-pipeline'].federation`. */
-export function delegateSettings(): { keyChunkSize: number; maxFilterKeys: number; cacheEntries: number } {
+/** Characters of key literals per `k in (…)` request to an OData V4 remote (see inlist.ts), when `keyChunkSize` is not set. */
+export const KEY_LIST_LENGTH = 6000
+
+/**
+ * Settings under `cds.requires['data-pipeline'].federation`. `keyChunkSize` (default 100) bounds
+ * the keys per call; `keyChunkLimit` is the same number only when the application set it, the
+ * bound of a key list sent as `in`, which is otherwise bounded by `keyListLength` characters.
+ */
+export function delegateSettings(): { keyChunkSize: number; keyChunkLimit: number | undefined; keyListLength: number; maxFilterKeys: number; cacheEntries: number } {
   const conf = ((cds as unknown as { env: { requires: Record<string, { federation?: Record<string, unknown> } | undefined> } }).env.requires['data-pipeline']?.federation ?? {}) as Record<string, unknown>
   const positive = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : fallback)
   return {
     keyChunkSize: positive(conf.keyChunkSize, DELEGATE_DEFAULTS.keyChunkSize),
+    keyChunkLimit: positive(conf.keyChunkSize, 0) || undefined,
+    keyListLength: positive(conf.keyListLength, KEY_LIST_LENGTH),
     maxFilterKeys: positive(conf.maxFilterKeys, DELEGATE_DEFAULTS.maxFilterKeys),
     cacheEntries: positive(conf.cacheEntries, DELEGATE_DEFAULTS.cacheEntries),
   }

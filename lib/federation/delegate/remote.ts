@@ -11,6 +11,7 @@ import { LOGGER } from '../../constants.js'
 import { entityNamed, isAssociationElement, registry, type DelegateInfo } from './model.js'
 import { prepareHcqlService } from '../../adapters/source/hcql.js'
 import { nativeFetch } from './client.js'
+import { withInList } from './inlist.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -126,7 +127,7 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
   if (hcql && !select.groupBy && !select.distinct) select.count = true
   let result: unknown
   try {
-    result = await passOn(() => nativeFetch(remote, () => remote.run({ SELECT: select })))
+    result = await passOn(() => nativeFetch(remote, () => withInList(remote, () => remote.run({ SELECT: select }))))
   } catch (error) {
     // a single entity the remote does not have: no row (the protocol adapter answers 404)
     if (one && (error as { status?: number }).status === 404) return { rows: [], one: true }
