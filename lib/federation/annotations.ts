@@ -15,6 +15,7 @@
  */
 import cds from '@sap/cds'
 import { ANNOTATIONS, LOGGER, REMOTE_KINDS } from '../constants.js'
+import { projectionSource } from '../model/csn.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -129,12 +130,6 @@ export function sourcesOf(def: FederationDefinition | undefined): string[] {
   collectSources(select?.from, sources)
   for (const arg of def.query?.SET?.args ?? []) collectSources(arg.SELECT?.from, sources)
   return sources
-}
-
-/** The single entity a projection selects from (`as projection on X`), if it is one. */
-export function projectionSource(def: FederationDefinition | undefined): string | undefined {
-  const select = def?.projection ?? def?.query?.SELECT
-  return select?.from?.ref?.length === 1 ? refName(select.from) : undefined
 }
 
 /** Annotations of a definition together with those of `annotate` statements not yet applied (parsed CSN). */

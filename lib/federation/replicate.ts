@@ -17,7 +17,8 @@ import { configFingerprint, isPlainObject } from '../engine/config.js'
 import type { DeltaConfig, PipelineConfig } from '../pipeline/types.js'
 import type { ScheduleInput } from '../pipeline/types.js'
 import type { RunOutcome } from '../engine/run.js'
-import { annotationValue, classify, projectionSource, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
+import { projectionSource } from '../model/csn.js'
+import { annotationValue, classify, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'
 
 const LOG = cds.log(LOGGER.federation)

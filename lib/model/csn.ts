@@ -36,6 +36,15 @@ export interface CsnModel {
   definitions: Record<string, CsnEntity | { kind?: string }>
 }
 
+type SourceRef = { ref?: Array<string | { id: string }> }
+
+/** The single entity a view selects from (`as projection on X`, `as select from X`), if it is one. */
+export function projectionSource(def: { projection?: { from?: SourceRef }; query?: { SELECT?: { from?: SourceRef } } } | undefined): string | undefined {
+  const from = (def?.projection ?? def?.query?.SELECT)?.from
+  const first = from?.ref?.length === 1 ? from.ref[0] : undefined
+  return typeof first === 'string' ? first : first?.id
+}
+
 /** The application's current model (cds.model); undefined before loading. */
 export function currentModel(): CsnModel | undefined {
   return (cds as unknown as { model?: CsnModel }).model

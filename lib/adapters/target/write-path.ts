@@ -6,7 +6,7 @@
 import { PostgresWriter } from './postgres-writer.js'
 import { SqliteWriter } from './sqlite-writer.js'
 import type { PreparedWriter, SqlService } from './prepared-writer.js'
-import { builtinType, type CsnElement, type CsnEntity } from '../../model/csn.js'
+import { builtinType, projectionSource, type CsnElement, type CsnEntity } from '../../model/csn.js'
 
 export interface WritePath {
   /** `prepared`: the target's own prepared statements; `cap`: CAP's INSERT/UPSERT. */
@@ -74,10 +74,9 @@ export function chooseWritePath(service: unknown, entityName: string): WritePath
  * projections on them; a `@cds.persistence.table` projection is a table all the same (the
  * compiler drops only one that carries the skip itself).
  */
-function skipInherited(entity: Record<string, unknown>, definitions: Record<string, unknown>): boolean {
-  const select = (entity.projection ?? (entity.query as { SELECT?: unknown } | undefined)?.SELECT) as { from?: { ref?: unknown[] } } | undefined
-  const source = select?.from?.ref?.length === 1 ? select.from.ref[0] : undefined
-  return typeof source === 'string' && (definitions[source] as Record<string, unknown> | undefined)?.['@cds.persistence.skip'] === true
+function skipInherited(entity: CsnEntity, definitions: Record<string, unknown>): boolean {
+  const source = projectionSource(entity)
+  return source !== undefined && (definitions[source] as Record<string, unknown> | undefined)?.['@cds.persistence.skip'] === true
 }
 
 function elementReason(name: string, element: CsnElement & Record<string, unknown>): string | undefined {

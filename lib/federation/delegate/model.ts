@@ -10,6 +10,7 @@
 import cds from '@sap/cds'
 import { ANNOTATIONS, DELEGATE_CACHE_STRATEGIES, DELEGATE_DEFAULTS, type DelegateCacheStrategy } from '../../constants.js'
 import { annotationValue } from '../annotations.js'
+import { projectionSource } from '../../model/csn.js'
 
 /** The parts of CAP's linked definitions read here. */
 export interface LinkedElement {
@@ -127,11 +128,8 @@ export function remoteBindingOf(serviceName: string): string | undefined {
 /** The entity a projection selects from (single source only). */
 export function sourceOf(def: LinkedEntity): LinkedEntity | undefined {
   if (def.query?._target && def.query._target !== def) return def.query._target
-  const select = def.projection ?? def.query?.SELECT
-  const ref = select?.from?.ref
-  if (!ref || ref.length !== 1) return undefined
-  const first = ref[0]
-  return entityNamed(typeof first === 'string' ? first : first.id)
+  const source = projectionSource(def)
+  return source === undefined ? undefined : entityNamed(source)
 }
 
 /** consumer element → element of the source it projects (null: computed, a path, or added here). */
