@@ -266,10 +266,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   private async existingRows(rows: DataRecord[]): Promise<Map<string, DataRecord>> {
     const keys = this.keys
     const columns = [...new Set([...keys, ...Object.keys(rows[0])])].filter(c => this.entity!.elements[c])
-    const where = keys.length === 1
-      ? { [keys[0]]: { in: rows.map(r => r[keys[0]]) } }
-      : toCqn({ or: rows.map(row => and(...keys.map(k => ({ field: k, op: 'eq' as const, value: row[k] ?? null })))!) })
-    const found = (await this.db!.run(ql.SELECT.from(this.entity!.name).columns(...columns).where(where))) as DataRecord[]
+    const found = (await this.db!.run(ql.SELECT.from(this.entity!.name).columns(...columns).where(keysWhere(rows, keys)))) as DataRecord[]
     return new Map(found.map(row => [this.keyOf(row), row]))
   }
 

@@ -19,7 +19,7 @@
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { sameRow } from './db.js'
 import { previewPage } from '../preview.js'
-import { and, toCqn, type Predicate } from '../predicate.js'
+import { toCqn, type Predicate } from '../predicate.js'
 import { useHcqlService } from '../source/hcql.js'
 import { statusOf, withRetry } from '../retry.js'
 import { PipelineError } from '../../pipeline/errors.js'
@@ -142,8 +142,11 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
     const changed = rows.filter(row => {
       const before = existing.get(this.keyOf(row))
       if (!before) created++
-      else if (sameRow(row, before)) identical++
-      return !before || !sameRow(row, before)
+      else if (sameRow(row, before)) {
+        identical++
+        return false
+      }
+      return true
     })
     if (maybeWritten && identical === rows.length) return { created: rows.length, updated: 0 }
     // UPSERT is idempotent: a retry after a lost response writes the same state again
@@ -192,9 +195,7 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
   private async existingRows(rows: DataRecord[]): Promise<Map<string, DataRecord>> {
     const keys = this.keys
     const columns = [...new Set([...keys, ...rows.flatMap(row => Object.keys(row))])].filter(c => this.entity!.elements[c])
-    const where = keys.length === 1
-      ? [{ ref: [keys[0]] }, 'in', { list: rows.map(r => ({ val: r[keys[0]] })) }]
-      : toCqn({ or: rows.map(row => and(...keys.map(k => ({ field: k, op: 'eq' as const, value: row[k] ?? null })))!) })
+    const where = keysWhere(rows, keys)
     // counted and ordered: a provider that caps its page size (CAP's default is 1,000 rows) is paged on
     const found: DataRecord[] = []
     let total: number | undefined
