@@ -192,6 +192,7 @@ export class WatermarkTracker {
 
   observe(records: DataRecord[]): void {
     const { plan } = this
+    let last: DataRecord | undefined // the batch's last record at the highest value: its keys become the tie position
     for (const record of records) {
       if (plan.mode === 'key') {
         const value = record[plan.field!]
@@ -204,9 +205,10 @@ export class WatermarkTracker {
           : toTime(record[plan.dateField!] ? `${String(record[plan.dateField!]).slice(0, 10)}T${String(record[plan.timeField!] ?? '00:00:00')}Z` : null)
         if (time === undefined || (this.maxTime !== undefined && time < this.maxTime)) continue
         this.maxTime = time
-        if (this.ties) this.tie = keysOf(record, this.ties.keys)
+        last = record
       }
     }
+    if (last && this.ties) this.tie = keysOf(last, this.ties.keys)
   }
 
   result(): Watermark {
