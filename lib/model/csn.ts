@@ -73,11 +73,17 @@ export function dataElementNames(entity: CsnEntity): string[] {
     .map(([name]) => name)
 }
 
-/** The CDS built-in type of an element (`cds.String`, …), following derived types once. */
+/** The CDS built-in type of an element (`cds.String`, …), following derived types. */
 export function builtinType(el: CsnElement | undefined): string | undefined {
-  const type = el?.type
-  if (!type) return undefined
-  if (type.startsWith('cds.')) return type
-  const base = currentModel()?.definitions[type] as CsnElement | undefined
-  return base?.type
+  let type = el?.type
+  // a derived type may derive from another one: followed to the built-in (a few levels at most)
+  for (let i = 0; type && !type.startsWith('cds.') && i < 10; i++) {
+    const base = currentModel()?.definitions[type] as CsnElement | undefined
+    if (!base?.type) return base?.type
+    type = base.type
+  }
+  return type
 }
+
+/** The built-in integer types. */
+export const INTEGER_TYPES: ReadonlySet<string> = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8', 'cds.Integer64'])

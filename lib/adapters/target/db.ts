@@ -13,7 +13,7 @@ import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } f
 import { previewPage } from '../preview.js'
 import { after, and, toCqn, type Predicate } from '../predicate.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import { builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
+import { INTEGER_TYPES, builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
@@ -272,7 +272,6 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
 
 }
 
-const INTEGER_TYPES = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8', 'cds.Integer64'])
 
 /** Orders key tuples of numbers and strings (values of one position share one type). */
 function compareKeys(a: unknown[], b: unknown[]): number {

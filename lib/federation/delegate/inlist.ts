@@ -19,19 +19,16 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { odataLiteral } from '../../adapters/predicate.js'
+import { statusOf } from '../../adapters/retry.js'
+import { INTEGER_TYPES, builtinType, type CsnElement } from '../../model/csn.js'
 import { chunk, delegateSettings, type Token } from './keys.js'
 
 const LOG = cds.log(LOGGER.federation)
 
 /** Key types rendered here; any other keeps CAP's rendering. */
-const INTEGER_TYPES = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.Integer64', 'cds.UInt8'])
 const STRING_TYPES = new Set(['cds.String', 'cds.LargeString'])
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const INTEGER = /^-?\d+$/
-
-interface TypedElement {
-  type?: string
-}
 
 interface ResolvedSelect {
   where?: Token[]
@@ -44,7 +41,7 @@ interface ResolvedSelect {
 
 interface RemoteRequest {
   query?: { SELECT?: ResolvedSelect }
-  target?: { elements?: Record<string, TypedElement | undefined> }
+  target?: { elements?: Record<string, CsnElement | undefined> }
   headers?: Record<string, unknown>
 }
 
@@ -67,14 +64,6 @@ const stitchScope = new AsyncLocalStorage<boolean>()
 /** Whether the proxy's key lists to this remote go out as `in`. */
 export function usesInList(remote: { kind?: string }): boolean {
   return remote.kind === 'odata' && !rejecting.has(remote)
-}
-
-/** The base CDS type of an element (derived types followed), or undefined. */
-function baseType(element: TypedElement | undefined): string | undefined {
-  let type = element?.type
-  const definitions = (cds as unknown as { model?: { definitions?: Record<string, TypedElement | undefined> } }).model?.definitions
-  for (let i = 0; type && !type.startsWith('cds.') && i < 10; i++) type = definitions?.[type]?.type
-  return type?.startsWith('cds.') ? type : undefined
 }
 
 /** An OData V4 literal of `value` for a key of CDS type `type`, or undefined when not rendered here. */
@@ -185,12 +174,6 @@ function soleKey(target: RemoteRequest['target']): string | undefined {
   return keys.length === 1 && !(keys[0][1] as { isAssociation?: boolean }).isAssociation ? keys[0][0] : undefined
 }
 
-function statusOf(error: unknown): number | undefined {
-  const reason = (error as { reason?: { response?: { status?: number }; status?: number } } | undefined)?.reason
-  const status = reason?.response?.status ?? reason?.status ?? (error as { status?: number } | undefined)?.status
-  return typeof status === 'number' ? status : undefined
-}
-
 /** CAP's URL for a resolved SELECT (what its remote service would send). */
 function urlOf(remote: object, select: ResolvedSelect): string {
   const { odata } = cds as unknown as { odata: { urlify(cqn: object, options: object): { path: string } } }
@@ -226,7 +209,7 @@ async function inListRead(remote: InListRemote, req: RemoteRequest, next: () => 
   if (select.columns?.some(c => c !== '*' && (typeof c !== 'object' || !c || !Array.isArray((c as { ref?: unknown }).ref)))) return next()
   const split = splitInList(select.where)
   if (!split) return next()
-  const type = baseType(req.target?.elements?.[split.field])
+  const type = builtinType(req.target?.elements?.[split.field])
   const literals: string[] = []
   for (const value of split.values) {
     const literal = inListLiteral(value, type)
