@@ -27,9 +27,9 @@
  *   pg.*        writeCap, writeTarget and full with PostgreSQL as the consumer's database (BENCH_PG_SIZES)
  * and once per N in one more fresh process (on the last full copy's database):
  *   delta       no-change delta runs (the first also loads $metadata for the schema-drift check; median of
- *               9 later ones) interleaved with the same request(s) sent directly; a 1%-changed delta (per
+ *               BENCH_DELTA_RUNS later ones) interleaved with the same request(s) sent directly; a 1%-changed delta (per
  *               round); a bulk update giving 5,000 rows the newest modifiedAt, one delta run taking them,
- *               then 9 no-change runs again (requests, rows the provider served, time vs direct).
+ *               then BENCH_DELTA_RUNS no-change runs again (requests, rows the provider served, time vs direct).
  *
  * Figures are medians of the rounds. Output: a table with the issue's targets (✓/✗) and
  * bench/results/latest.json.
@@ -38,6 +38,7 @@
  *   BENCH_SIZES=100000,500000   sizes with all steps
  *   BENCH_DELTA_SIZES=10000     sizes with the delta step only
  *   BENCH_ROUNDS=2              rounds of the steps (medians)
+ *   BENCH_DELTA_RUNS=15         no-change delta runs per series (median)
  *   BENCH_DB=file|memory        file-backed SQLite on both sides (default) or in-memory (option)
  *   BENCH_PG=0                  skip PostgreSQL; BENCH_PG_SIZES=500000 sizes with PostgreSQL steps
  *                               (127.0.0.1:5432, user postgres, trust; PGHOST/PGPORT/PGUSER/PGPASSWORD)
@@ -75,7 +76,7 @@ const T_NEW = '2026-01-02T00:00:00.000Z'
 const T_CHANGE = r => new Date(Date.parse('2026-01-03T00:00:00.000Z') + r * 3_600_000).toISOString()
 const T_TIES = '2026-01-05T00:00:00.000Z'
 const TIE_ROWS = 5000
-const DELTA_RUNS = 9
+const DELTA_RUNS = Math.max(3, Number(process.env.BENCH_DELTA_RUNS ?? 15))
 
 const TARGETS = {
   fullVsMax: 1.1, // full ≤ 1.1 × max(read-only, write-only CAP), file SQLite

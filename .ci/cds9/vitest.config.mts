@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config'
 
 export const CDS9_TESTS = [
   // engine
-  'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn', 'crash-recovery', 'targets-and-fanin', 'fast-write',
+  'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn', 'crash-recovery', 'targets-and-fanin', 'fast-write', 'read-ahead',
   // management
   'management-api', 'management-restart', 'management-security',
   // federation

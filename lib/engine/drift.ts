@@ -30,6 +30,8 @@ import { keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../adapters/source/live-shape.js'
 import type { PreparedPipeline } from './run.js'
+import { applicationHooks, replay } from './read-ahead.js'
+import { tenantKey } from './tenancy.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -87,13 +89,9 @@ export class SchemaDriftError extends PipelineError {
 
 const latest = new Map<string, SchemaDriftReport | null>()
 
-function latestKey(name: string): string {
-  return `${(cds.context as { tenant?: string } | undefined)?.tenant ?? ''}|${name}`
-}
-
 /** The drift found by the pipeline's latest checked run in this process (null: none; undefined: not checked). */
 export function latestDrift(name: string): SchemaDriftReport | null | undefined {
-  return latest.get(latestKey(name))
+  return latest.get(tenantKey(name))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,6 +118,18 @@ export function driftSetting(pipeline: ResolvedPipeline): SchemaDriftSetting & {
   return { policy, maxAge: setting?.maxAge ?? (policy === 'fail' ? 0 : DEFAULT_MAX_AGE) }
 }
 
+/**
+ * Whether a delta run may read before the check has run (read-ahead.ts): where the check
+ * cannot change what is read — `ignore`, or `warn` that found no drift last time and checks
+ * against a cached document. Never under `fail` (a drifted source is not read at all) or
+ * `maxAge: 0` (every run looks at a fresh document first).
+ */
+export function driftAllowsReadAhead(pipeline: ResolvedPipeline): boolean {
+  const setting = driftSetting(pipeline)
+  if (setting.policy === 'ignore') return true
+  return setting.policy === 'warn' && setting.maxAge > 0 && latestDrift(pipeline.name) === null
+}
+
 // ---------------------------------------------------------------------------------------------
 // the check at run start
 
@@ -133,7 +143,7 @@ export async function checkSchemaDrift(prepared: PreparedPipeline, runId: string
   const { pipeline, source } = prepared
   const setting = driftSetting(pipeline)
   if (setting.policy === 'ignore') {
-    latest.delete(latestKey(pipeline.name))
+    latest.delete(tenantKey(pipeline.name))
     return stream
   }
   if (source.shapeFromRecords && hasCustomMapping(pipeline.name)) {
@@ -167,7 +177,7 @@ export async function checkSchemaDrift(prepared: PreparedPipeline, runId: string
   if (!live) return guarded(prepared, runId, records, setting, undefined)
 
   const report = compareShapes(prepared, live, runId, setting.policy)
-  latest.set(latestKey(pipeline.name), report ?? null)
+  latest.set(tenantKey(pipeline.name), report ?? null)
   if (!report) return guarded(prepared, runId, records, setting, { cached: Date.parse(live.fetchedAt) < startedAt })
   await recordDrift(runId, report)
   const stop = report.changes.some(c => c.fatal) || (setting.policy === 'fail' && report.breaking)
@@ -181,30 +191,7 @@ export async function checkSchemaDrift(prepared: PreparedPipeline, runId: string
 
 /** Whether the application registered its own PIPELINE.MAP handler (`on`/`before`) for this pipeline. */
 function hasCustomMapping(name: string): boolean {
-  const engine = (cds.services as Record<string, unknown>)[SERVICE_NAME] as { registeredHooks?(name: string): Array<{ phase: string; event: string }> } | undefined
-  try {
-    return Boolean(engine?.registeredHooks?.(name).some(h => h.event === EVENTS.MAP && h.phase !== 'after'))
-  } catch {
-    return false
-  }
-}
-
-async function* replay<T>(first: IteratorResult<T>, iterator: AsyncIterator<T>): AsyncGenerator<T> {
-  if (first.done) return
-  let finished = false
-  try {
-    yield first.value
-    for (;;) {
-      const next = await iterator.next()
-      if (next.done) {
-        finished = true
-        return
-      }
-      yield next.value
-    }
-  } finally {
-    if (!finished) await iterator.return?.()
-  }
+  return applicationHooks(name).some(h => h.event === EVENTS.MAP && h.phase !== 'after')
 }
 
 /**
@@ -230,7 +217,7 @@ async function explain(prepared: PreparedPipeline, runId: string, setting: Schem
   try {
     const live = await withTimeout(prepared.source.liveShape({ maxAge: 0 }), CHECK_TIMEOUT)
     const report = live && compareShapes(prepared, live, runId, setting.policy === 'fail' ? 'fail' : 'warn')
-    latest.set(latestKey(prepared.pipeline.name), report ?? null)
+    latest.set(tenantKey(prepared.pipeline.name), report ?? null)
     if (!report) return error
     await recordDrift(runId, report)
     return new SchemaDriftError(`${report.message}; the read failed: ${(error as Error).message}`, report)

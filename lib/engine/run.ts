@@ -7,8 +7,8 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { carryDriftToReplay, checkSchemaDrift } from './drift.js'
-import { Tracker, type PipelineRow, type RunProgress } from './tracker.js'
+import { carryDriftToReplay, checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
+import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
@@ -17,6 +17,7 @@ import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import { RunRejects, openRejects } from './rejects.js'
+import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { FieldMapping } from '../adapters/mapping.js'
@@ -96,6 +97,8 @@ export class PipelineRun {
   private leaseLost = false
   /** The tracker row as the guard left it. */
   private row?: PipelineRow
+  /** The first page of a delta run, requested while the guard was taken (read-ahead.ts). */
+  private readAhead?: ReadAhead
   private readonly meter = new ProgressMeter(() => this.startTime.getTime())
 
   constructor(
@@ -120,16 +123,46 @@ export class PipelineRun {
   /** Guard and history row; throws PIPELINE_RUNNING when another run holds the pipeline. */
   async begin(): Promise<void> {
     const { pipeline } = this.prepared
-    const { row, staleRun, startTime } = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
-      trigger: this.request.trigger, mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
-    })
+    const early = this.startReadAhead()
+    if (early) await underway(early.sent) // on the wire before the guard's statements hold the event loop
+    let acquired: Awaited<ReturnType<Tracker['acquire']>>
+    try {
+      acquired = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
+        trigger: this.request.trigger, mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
+      })
+    } catch (error) {
+      early?.drop()
+      throw error
+    }
+    const { row, staleRun, startTime } = acquired
     if (startTime) this.startTime = new Date(startTime)
     if (staleRun) LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closed it as failed and took over`)
     this.row = row
+    if (early?.matches(this.trackerState(row))) this.readAhead = early
+    else if (early) {
+      early.drop()
+      this.tracker.positionMissed(this.name)
+    }
     this.heartbeat = setInterval(() => this.renewLease(), Math.max(200, Math.floor(pipeline.leaseDuration / 3)))
     this.heartbeat.unref()
   }
 
+
+  /**
+   * A delta run's first read, sent before the guard is taken, from where this process's last
+   * successful run left the pipeline; undefined where a run must not read before it holds the
+   * guard (see read-ahead.ts).
+   */
+  private startReadAhead(): ReadAhead | undefined {
+    const { source } = this.prepared
+    if (this.request.mode !== 'delta' || this.request.replay || !source.readsAhead) return undefined
+    if (!readMayStartEarly(this.name) || !driftAllowsReadAhead(this.prepared.pipeline)) return undefined
+    const position = this.tracker.lastPosition(this.name)
+    if (!position) return undefined
+    const state = this.trackerState(position)
+    state.progress = this.meter.read
+    return new ReadAhead(source, state)
+  }
 
   private renewLease(): void {
     this.tracker.renew(this.name, this.runId, this.prepared.pipeline.leaseDuration).then(
@@ -157,6 +190,7 @@ export class PipelineRun {
       await this.done('failed', new Date(), failure)
       throw error
     } finally {
+      this.readAhead?.drop() // a run that failed before reading leaves no request behind
       clearInterval(this.heartbeat)
       liveStatistics.delete(runId)
       liveProgress.delete(runId)
@@ -176,11 +210,14 @@ export class PipelineRun {
   private async transfer(row: PipelineRow): Promise<Watermark> {
     const { pipeline, source, target } = this.prepared
     const { runId, request } = this
-    const trackerState = this.trackerState(row)
+    const early = this.readAhead
+    const trackerState = early?.state ?? this.trackerState(row)
     trackerState.progress = this.meter.read // the source adds its counts there (README "Progress and freshness")
+    // a read under way since before the guard: the provider may have answered from that moment on
+    const readStart = early?.startedAt ?? this.startTime
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
     const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
-      : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: undefined })
+      : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: early?.stream() })
     const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
     if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
@@ -189,7 +226,7 @@ export class PipelineRun {
     if (replay) await carryDriftToReplay(this.name, runId)
     const records = replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
 
-    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, this.startTime, request.mode)
+    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, readStart, request.mode)
     // full and partial refreshes are atomic unless the config explicitly trades that for
     // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
     const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
@@ -252,8 +289,8 @@ export class PipelineRun {
     // a pipeline that always refreshes fully has no watermark: lastSync is the time its data reflects
     if (pipeline.mode === 'full' && request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
     // an unordered source (REST): rows changed during the read may sort below the highest value seen
-    if (!source.readsInWatermarkOrder && result.lastSync && Date.parse(result.lastSync) > this.startTime.getTime())
-      return { ...result, lastSync: trackerState.lastSync && Date.parse(trackerState.lastSync) > this.startTime.getTime() ? trackerState.lastSync : this.startTime.toISOString() }
+    if (!source.readsInWatermarkOrder && result.lastSync && Date.parse(result.lastSync) > readStart.getTime())
+      return { ...result, lastSync: trackerState.lastSync && Date.parse(trackerState.lastSync) > readStart.getTime() ? trackerState.lastSync : readStart.toISOString() }
     return result
   }
 
@@ -272,7 +309,7 @@ export class PipelineRun {
   }
 
   /** The tracker state handed to the source: resumes from a checkpoint left by an unfinished run. */
-  private trackerState(row: PipelineRow): TrackerState {
+  private trackerState(row: ReadPosition): TrackerState {
     const { pipeline } = this.prepared
     let { lastSync, lastKey } = row
     if (this.request.mode === 'delta' && row.checkpoint && this.prepared.source.readsInWatermarkOrder) {
@@ -359,23 +396,4 @@ export async function* prefetch<T>(source: AsyncIterable<T>): AsyncGenerator<T> 
   } finally {
     if (!finished) await pending.then(() => iterator.return?.(), () => undefined)
   }
-}
-
-/**
- * Lets the read just started actually go out before the caller runs the write of the current
- * batch. A remote service puts its request on the wire only some event-loop turns after
- * `send()` (CAP's remote service through the SAP Cloud SDK also waits for a thread-pool
- * hash), while database writes such as node:sqlite's run synchronously: started right away,
- * the write would hold the request back until it ends, and read and write would take turns
- * instead of overlapping. A few turns, then at most ~1 ms, ending early once `next` settles
- * (in-process sources).
- */
-async function underway(next: Promise<unknown>): Promise<void> {
-  let settled = false
-  const done = next.then(() => { settled = true }, () => { settled = true })
-  for (let i = 0; i < 8 && !settled; i++) await new Promise<void>(resolve => setImmediate(resolve))
-  if (settled) return
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([done, new Promise<void>(resolve => { timer = setTimeout(resolve, 1) })])
-  clearTimeout(timer)
 }

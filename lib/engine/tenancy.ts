@@ -52,3 +52,8 @@ export function tenancy(): TenantSupport {
 export function contextTenant(): string | undefined {
   return (cds.context as { tenant?: string } | undefined)?.tenant || undefined
 }
+
+/** Key of per-process state of a pipeline in the current tenant (`<tenant>|<name>`). */
+export function tenantKey(name: string): string {
+  return `${contextTenant() ?? ''}|${name}`
+}

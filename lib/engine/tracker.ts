@@ -13,6 +13,8 @@ import { PipelineError } from '../pipeline/errors.js'
 import { toCqn, type Predicate } from '../adapters/predicate.js'
 import { connect, ql, type QueryRunner } from '../model/ql.js'
 import type { WriteStatistics } from '../adapters/types.js'
+import { tenantKey } from './tenancy.js'
+import { RenderedUpdates } from './rendered-update.js'
 
 /** The tracker row as stored (structured `statistics` flattened by CAP). */
 export interface PipelineRow {
@@ -83,8 +85,16 @@ export function truncateText(text: string, length: number = DEFAULTS.lastErrorLe
   return text.length <= length ? text : `${text.slice(0, length - 1)}…`
 }
 
+/** The part of a tracker row a delta run's read starts from. */
+export type ReadPosition = Pick<PipelineRow, 'lastSync' | 'lastKey' | 'checkpoint'>
+
 export class Tracker {
   private dbPromise?: Promise<QueryRunner>
+  /** The read position each pipeline's last successful run in this process left (by tenant and name). */
+  private readonly positions = new Map<string, ReadPosition>()
+  /** Runs to go before a pipeline whose guess was stale is guessed again (by tenant and name). */
+  private readonly guessPaused = new Map<string, number>()
+  private readonly updates = new RenderedUpdates()
 
   private db(): Promise<QueryRunner> {
     return (this.dbPromise ??= connect('db'))
@@ -190,10 +200,8 @@ export class Tracker {
 
   /** Extends the lease; false when another holder took it over (this run lost it). */
   async renew(name: string, runId: string, leaseDuration: number): Promise<boolean> {
-    const affected = await this.tx(tx => tx.run(ql.UPDATE.entity(PIPELINES_ENTITY)
-      .set({ leaseUntil: new Date(Date.now() + leaseDuration).toISOString() })
-      .where({ name, currentRun: runId })))
-    return Number(affected) === 1
+    const affected = await this.tx(tx => this.updates.run(tx, PIPELINES_ENTITY, { leaseUntil: new Date(Date.now() + leaseDuration).toISOString() }, { name, currentRun: runId }))
+    return affected === 1
   }
 
   /** Closes a run whose holder died (in the guard's transaction); counts as a failed run of the pipeline. */
@@ -217,53 +225,77 @@ export class Tracker {
    * caller's transaction when given (per-batch commit). Without statistics, the progress only.
    */
   async progress(runId: string, statistics: WriteStatistics | undefined, tx?: QueryRunner, progress?: RunProgress): Promise<void> {
-    const query = ql.UPDATE.entity(RUNS_ENTITY)
-      .set({
-        ...(statistics ? { statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) } : {}),
-        ...progress,
-      })
-      .where({ ID: runId })
-    if (tx) await tx.run(query)
-    else await this.tx(own => own.run(query))
+    const data = {
+      ...(statistics ? { statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) } : {}),
+      ...progress,
+    }
+    if (tx) await this.updates.run(tx, RUNS_ENTITY, data, { ID: runId })
+    else await this.tx(own => this.updates.run(own, RUNS_ENTITY, data, { ID: runId }))
   }
 
   /** Records the watermark reached by the committed batches, in the batch's transaction. */
   async checkpoint(name: string, runId: string, checkpoint: string, tx: QueryRunner): Promise<void> {
-    await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({ checkpoint }).where({ name, currentRun: runId }))
+    await this.updates.run(tx, PIPELINES_ENTITY, { checkpoint }, { name, currentRun: runId })
+  }
+
+  /**
+   * Where the pipeline's last successful run in this process left its read position: a guess
+   * for the next run's read-ahead (another instance, a flush or a failed run may have moved it).
+   */
+  lastPosition(name: string): ReadPosition | undefined {
+    const key = tenantKey(name)
+    const paused = this.guessPaused.get(key)
+    if (paused === undefined) return this.positions.get(key)
+    if (paused <= 1) this.guessPaused.delete(key)
+    else this.guessPaused.set(key, paused - 1)
+    return undefined
+  }
+
+  /**
+   * The guess was stale: another instance (or a flush, or a change of the tracker row) moved the
+   * pipeline on since. Where runs of a pipeline alternate between instances it would mostly be
+   * stale, each time costing the source a request: the next runs here go without guessing.
+   */
+  positionMissed(name: string): void {
+    this.guessPaused.set(tenantKey(name), GUESS_PAUSE)
   }
 
   async finishSuccess(name: string, runId: string, result: { lastSync: string | null; lastKey: string | null; statistics: WriteStatistics; keepCheckpoint?: boolean; progress?: RunProgress; replay?: boolean }): Promise<boolean> {
     const { statistics } = result
-    return this.tx(async tx => {
+    const stillOwned = await this.tx(async tx => {
       const endTime = new Date().toISOString()
-      await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
+      await this.updates.run(tx, RUNS_ENTITY, {
         status: 'idle', endTime,
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
         ...result.progress,
-      }).where({ ID: runId }))
+      }, { ID: runId })
       // lastSuccess: when the pipeline last read its source successfully (freshness), unlike lastSync,
       // the data's watermark; a replay of rejects reads no source and leaves it
-      const affected = await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+      const affected = await this.updates.run(tx, PIPELINES_ENTITY, {
         status: 'idle', ...(result.replay ? {} : { lastSuccess: endTime }), lastSync: result.lastSync, lastKey: result.lastKey, errorCount: 0, lastError: null, ...(result.keepCheckpoint ? {} : { checkpoint: null }),
         ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
-      }).where({ name, currentRun: runId }))
-      return Number(affected) === 1
+      }, { name, currentRun: runId })
+      return affected === 1
     })
+    if (stillOwned && !result.keepCheckpoint) this.positions.set(tenantKey(name), { lastSync: result.lastSync, lastKey: result.lastKey, checkpoint: null })
+    else this.positions.delete(tenantKey(name))
+    return stillOwned
   }
 
   async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics, progress?: RunProgress): Promise<void> {
+    this.positions.delete(tenantKey(name))
     await this.tx(async tx => {
-      await tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({
+      await this.updates.run(tx, RUNS_ENTITY, {
         status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
         ...progress,
-      }).where({ ID: runId }))
+      }, { ID: runId })
       // batches committed before the failure stay written and count (a rolled-back run reports zeros)
-      await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
+      await this.updates.run(tx, PIPELINES_ENTITY, {
         status: 'failed', errorCount: { '+=': 1 }, lastError: truncateText(error.message), ...cumulative(statistics),
         leaseOwner: null, leaseUntil: null, currentRun: null,
-      }).where({ name, currentRun: runId }))
+      }, { name, currentRun: runId })
     })
   }
 
@@ -291,6 +323,8 @@ export function assertConnectionAvailable(operation: string): void {
 }
 
 const BUSY_ATTEMPTS = 8
+/** Runs without read-ahead after a stale guess. */
+const GUESS_PAUSE = 8
 
 /** CAP's pessimistic lock on a SELECT (FOR UPDATE where the database has it). */
 function forUpdate(query: unknown): unknown {

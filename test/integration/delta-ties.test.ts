@@ -100,7 +100,9 @@ describe('no-change delta after a bulk update', () => {
     await ql.UPDATE.entity('plugin.data_pipeline.Pipelines').set({ lastKey: null }).where({ name: 'v4-upgrade' })
     const upgrade = await measured('v4-upgrade')
     expect(upgrade.rows).toBe(12)
-    expect(upgrade.urls[0]).toContain(`$filter=modifiedAt ge ${T_TIES}&`)
+    // the row changed behind the engine's back: the read started ahead from the position it knew is dropped
+    expect(upgrade.urls[0]).toContain('(ID gt 12)')
+    expect(upgrade.urls[1]).toContain(`$filter=modifiedAt ge ${T_TIES}&`)
     const none = await measured('v4-upgrade')
     expect([none.requests, none.rows]).toEqual([1, 0])
   })

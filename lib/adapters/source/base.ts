@@ -42,6 +42,15 @@ export abstract class BaseSourceAdapter {
   }
 
   /**
+   * Whether a delta run may send its first read while the run guard is still being taken
+   * (engine/read-ahead.ts): only where a read has no side effects and a dropped one costs the
+   * source nothing but the request (remote OData and HCQL services). Default: false.
+   */
+  get readsAhead(): boolean {
+    return false
+  }
+
+  /**
    * Which field(s) carry the watermark; the engine derives `lastSync`/`lastKey` from the
    * records read. Adapters that know their entity infer more (e.g. `modifiedAt`).
    */

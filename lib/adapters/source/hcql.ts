@@ -133,6 +133,11 @@ interface CountedResult extends Array<DataRecord> {
 }
 
 export class HcqlSourceAdapter extends CqnSourceAdapter {
+  /** Reads are SELECTs at a remote: a delta run may start its first one early (a CQN source on a local service may not: its reads run the service's handlers). */
+  override get readsAhead(): boolean {
+    return true
+  }
+
   override async prepare(): Promise<void> {
     const { service } = this.pipeline.config.source
     if (service) await useHcqlService(service)

@@ -39,6 +39,11 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   protected entity?: CsnEntity
   protected entitySet = ''
 
+  /** Reads are GET requests to a remote: a delta run may start its first one early. */
+  override get readsAhead(): boolean {
+    return true
+  }
+
   override async prepare(): Promise<void> {
     const { service, entity } = this.pipeline.config.source
     if (!service) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.service is required for an OData source', { target: 'source.service' })
