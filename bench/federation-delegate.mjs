@@ -19,7 +19,9 @@
  * the same keys (10 × 100 keys as `ID eq … or …`, one after another; the path of OData 4.0 remotes).
  *
  * Response cache: hit vs miss (a new query shape each time), both 20 rows, p50 and p95
- * (target: hits ≥ 10 × faster at p50), beside the consumer's own local read of 20 rows.
+ * (target: hits ≥ 10 × faster at p50), beside the consumer's own local read of 20 rows and two
+ * floors of any HTTP answer from the consumer process: its OData service document and a 404 of
+ * express for a path nothing serves (a miss over these is the most a hit could gain).
  *
  * Processes: the provider (test/fixtures/provider) and the consumer
  * (test/fixtures/federation-delegate, credentials through CDS_CONFIG) each in its own child.
@@ -222,15 +224,36 @@ async function main() {
     //    beside them the consumer's own floor: a local read of 20 rows through the same CAP stack
     if (runs('cache')) {
       let shape = 0
-      const [miss, hit, local] = await profiled('cache', () => alternate([
+      // floors of any answer from the consumer process: its OData service document (CAP's protocol
+      // adapter, no service handler, no database), and a path nothing serves (express's 404, no CAP)
+      const bare = url => async () => {
+        const t0 = now()
+        const response = await fetch(url)
+        await response.arrayBuffer()
+        return now() - t0
+      }
+      const [miss, hit, local, serviceDocument, notFound] = await profiled('cache', () => alternate([
         () => timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne ${100_000 + shape++}`)(),
         timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne 99999`),
         timed(`${consumer.url}${S}/Reviews?$filter=ID le 20`),
+        bare(`${consumer.url}${S}/`),
+        bare(`${consumer.url}/bench-no-such-path`),
       ], ITERATIONS))
       const m = stat(miss)
       const h = stat(hit)
       const speedup = { p50: round(m.p50 / h.p50), p95: round(m.p95 / h.p95) }
-      result.responseCache = { miss: m, hit: h, missOverHit: speedup, localRead20: stat(local), target: `hits ≥ ${CACHE_TARGET}× faster at p50`, met: speedup.p50 >= CACHE_TARGET }
+      const floors = { serviceDocument: stat(serviceDocument), notFound: stat(notFound) }
+      // the most a hit could gain: a miss against an answer that does no work at all
+      const bound = { overServiceDocument: round(m.p50 / floors.serviceDocument.p50), overNotFound: round(m.p50 / floors.notFound.p50) }
+      result.responseCache = { miss: m, hit: h, missOverHit: speedup, localRead20: stat(local), floors, missOverFloor: bound, target: `hits ≥ ${CACHE_TARGET}× faster at p50`, met: speedup.p50 >= CACHE_TARGET }
+      // the same with 20 ms of remote latency (a provider that is not on loopback)
+      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 20 })
+      const [slowMiss, slowHit] = await alternate([
+        () => timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne ${200_000 + shape++}`)(),
+        timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne 99999`),
+      ], Math.min(ITERATIONS, 60), 5)
+      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
+      result.responseCache.withRemoteLatency20ms = { miss: stat(slowMiss), hit: stat(slowHit), missOverHit: { p50: round(stat(slowMiss).p50 / stat(slowHit).p50), p95: round(stat(slowMiss).p95 / stat(slowHit).p95) } }
     }
 
     console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
@@ -251,6 +274,10 @@ async function main() {
       const r = result.responseCache
       console.log('response cache (20 rows): miss %s / %s ms, hit %s / %s ms → hits %s× / %s× faster  %s (≥ %s× at p50)', r.miss.p50, r.miss.p95, r.hit.p50, r.hit.p95, r.missOverHit.p50, r.missOverHit.p95, mark(r.met), CACHE_TARGET)
       console.log('  the consumer\'s own floor, a local read of 20 rows: %s / %s ms (a hit cannot beat it)', r.localRead20.p50, r.localRead20.p95)
+      console.log('  floors of the consumer process: its OData service document %s / %s ms, an unserved path (404, no CAP) %s / %s ms', r.floors.serviceDocument.p50, r.floors.serviceDocument.p95, r.floors.notFound.p50, r.floors.notFound.p95)
+      console.log('  a miss is %s× the service document and %s× the 404: the most any hit answered over HTTP could be faster', r.missOverFloor.overServiceDocument, r.missOverFloor.overNotFound)
+      const w = r.withRemoteLatency20ms
+      console.log('  with 20 ms remote latency: miss %s / %s ms, hit %s / %s ms → hits %s× / %s× faster', w.miss.p50, w.miss.p95, w.hit.p50, w.hit.p95, w.missOverHit.p50, w.missOverHit.p95)
     }
     if (!ONLY) {
       await mkdir(path.dirname(RESULTS), { recursive: true })
