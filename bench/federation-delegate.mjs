@@ -12,6 +12,9 @@
  * make one after the other: the consumer's local page without the expand, and one provider
  * request for the 1,000 books it references.
  * Direct and delegated requests alternate, so drift on this noisy machine hits both alike.
+ * For a and b also the consumer's own local read of the same shape (Reviews: by key; a filtered,
+ * ordered page of 20): the provider's answer plus the consumer's own CAP stack is the floor of
+ * any proxy, reported as delegated / (direct + local) at p50.
  *
  * Case c also reports what the provider alone spends on the plugin's key list (one
  * `ID in (…)` request of 1,000 keys with `$top`, as the plugin sends it to an OData V4 remote):
@@ -121,6 +124,16 @@ function compare(name, directTimes, delegatedTimes, extra = {}) {
   return { name, direct, delegated, ratio, target: `≤ ${RATIO_TARGET}× at p50 and p95`, met, ...extra }
 }
 
+/**
+ * The floor of a delegated read: the provider's own answer (direct) plus the consumer's own CAP
+ * stack answering the same shape from its database (a local read); no proxy can go below both.
+ */
+function localFloor(directTimes, delegatedTimes, localTimes) {
+  const local = stat(localTimes)
+  const floor = round(stat(directTimes).p50 + local.p50)
+  return { localRead: local, floorP50: floor, overFloor: round(stat(delegatedTimes).p50 / floor) }
+}
+
 const mark = met => (met ? '✓' : '✗')
 
 async function main() {
@@ -153,7 +166,7 @@ async function main() {
   try {
     await control(provider.url, 'seed', { from: 1, count: PARENTS })
     // local parents: one review per remote book
-    for (let from = 1; (runs('expand') || runs('cache')) && from <= PARENTS; from += 50) {
+    for (let from = 1; from <= PARENTS; from += 50) {
       await Promise.all(Array.from({ length: 50 }, (_, i) => fetch(`${consumer.url}${S}/Reviews`, {
         method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ID: from + i, rating: 3, book_ID: from + i }),
       })))
@@ -175,16 +188,18 @@ async function main() {
     if (runs('single')) {
       const delegated = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books(${7 + v * 101})`)
       const direct = await pairOf(delegated)
-      const [d, g] = await profiled('single', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])()], ITERATIONS))
-      cases.push(compare('single-entity read', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length) }))
+      const local = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Reviews(${7 + v * 101})`)
+      const [d, g, l] = await profiled('single', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])(), i => timed(local[i % VARIANTS])()], ITERATIONS))
+      cases.push(compare('single-entity read', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length), ...localFloor(d, g, l) }))
     }
 
     // b. $filter page (renamed columns in filter and result)
     if (runs('filter')) {
       const delegated = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books?$filter=stock lt 50 and name ne null&$orderby=ID&$top=20&$skip=${v * 20}`)
       const direct = await pairOf(delegated)
-      const [d, g] = await profiled('filter', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])()], ITERATIONS))
-      cases.push(compare('$filter page (20 rows)', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length) }))
+      const local = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Reviews?$filter=rating lt 50 and book_ID ne null&$orderby=ID&$top=20&$skip=${v * 20}`)
+      const [d, g, l] = await profiled('filter', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])(), i => timed(local[i % VARIANTS])()], ITERATIONS))
+      cases.push(compare('$filter page (20 rows)', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length), ...localFloor(d, g, l) }))
     }
 
     // c. expand local → remote over 1,000 parents
@@ -259,6 +274,9 @@ async function main() {
     console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
     for (const c of cases) {
       console.log('%s  %s  %s  %s× / %s×  %s (≤ %s×)', c.name.padEnd(38), `${c.direct.p50} / ${c.direct.p95}`.padEnd(21), `${c.delegated.p50} / ${c.delegated.p95}`.padEnd(24), c.ratio.p50, c.ratio.p95, mark(c.met), RATIO_TARGET)
+    }
+    for (const c of cases.filter(c => c.localRead)) {
+      console.log('  %s: the consumer\'s own local read of the same shape %s / %s ms; direct + local %s ms at p50, delegated %s× that', c.name, c.localRead.p50, c.localRead.p95, c.floorP50, c.overFloor)
     }
     const expand = cases.find(c => c.providerRequests !== undefined)
     if (expand) {

@@ -29,7 +29,8 @@
  *   delta       no-change delta runs (the first also loads $metadata for the schema-drift check; median of
  *               BENCH_DELTA_RUNS later ones) interleaved with the same request(s) sent directly; a 1%-changed delta (per
  *               round); a bulk update giving 5,000 rows the newest modifiedAt, one delta run taking them,
- *               then BENCH_DELTA_RUNS no-change runs again (requests, rows the provider served, time vs direct).
+ *               then BENCH_DELTA_RUNS no-change runs again (requests, rows the provider served, time vs direct);
+ *               beside them a floor: one durable CAP transaction updating one row (what a tracked run adds at least).
  *
  * Figures are medians of the rounds. Output: a table with the issue's targets (✓/✗) and
  * bench/results/latest.json.
@@ -417,6 +418,7 @@ function printTables(results, ratios) {
     const nc = d.noChange
     const t = d.ties
     deltaRows.push(['no change (steady state)', n.toLocaleString('en'), nc.requests, nc.rowsPerRun, nc.ms, nc.directMs, nc.vsDirect, `first run ${d.first.ms} ms, ${d.first.requests} req`])
+    deltaRows.push(['  floor: one durable CAP transaction (1 row)', n.toLocaleString('en'), '', '', nc.durableTxMs, '', '', `run − direct: ${round(nc.ms - nc.directMs, 1)} ms`])
     deltaRows.push(['1% changed', n.toLocaleString('en'), d.changed.requests, d.changed.rows, d.changed.ms, '', '', `${d.changed.created} created, ${d.changed.updated} updated, ${d.changed.consumerCpuMs} ms consumer CPU`])
     deltaRows.push([`bulk update: ${t.take.touched} rows get the newest value`, n.toLocaleString('en'), t.take.requests, t.take.rows, t.take.ms, '', '', `${t.take.updated} updated`])
     deltaRows.push(['no change after it', n.toLocaleString('en'), t.noChange.requests, t.noChange.rowsPerRun, t.noChange.ms, t.noChange.directMs, t.noChange.vsDirect, `${t.noChange.bytesPerRun} bytes/run`])
@@ -674,10 +676,23 @@ async function worker() {
         all: runs.map(r => round(r.ms, 1)), directAll: runs.map(r => round(r.directMs, 1)), urls: runs[0].urls,
       }
     }
+    // the least a tracked run adds to its read: recording its end durably, here one CAP
+    // transaction updating one row (its COMMIT waits for the disk) — the floor beside the ratio
+    const durableTransaction = async () => {
+      const { ID, quantity } = await SELECT.one.from(TARGET).columns('ID', 'quantity')
+      const times = []
+      for (let i = 0; i < DELTA_RUNS; i++) {
+        const t0 = now()
+        await db.tx(tx => tx.run(UPDATE(TARGET).set({ quantity }).where({ ID })))
+        times.push(now() - t0)
+      }
+      return round(median(times), 2)
+    }
     const brief = run => ({ ms: round(run.ms, 1), consumerCpuMs: round(run.consumerCpuMs), requests: run.requests, rows: run.rows, bytes: run.bytes, created: run.created, updated: run.updated })
 
     const first = await deltaRun() // loads $metadata (schema-drift check) in this fresh process
     const steady = await noChange('delta')
+    steady.durableTxMs = await durableTransaction()
     const changes = []
     for (let r = 0; r < o.rounds; r++) {
       await control(providerUrl, 'touchBench', { share: 0.01, modifiedAt: T_CHANGE(r) })
