@@ -58,7 +58,7 @@ export function capabilities(prepared: PreparedPipeline, enabled: boolean): { so
 /** What a side may show: its columns (undefined: not known, any name) and the element of each name. */
 interface SideView {
   columns?: Array<{ name: string; type: string }>
-  element(name: string): CsnElement | undefined
+  element: (name: string) => CsnElement | undefined
   hidden: Set<string>
   sensitive: Set<string>
 }
