@@ -11,9 +11,10 @@ import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
 import { parseCron } from '../lib/engine/schedule.js'
-import { HIDE_ANNOTATION, capabilities, inspectData } from '../lib/management/inspect.js'
+import { capabilities, inspectData } from '../lib/management/inspect.js'
+import { fieldPolicy, type FieldPolicy } from '../lib/security/hidden.js'
+import { auditSensitiveRead } from '../lib/security/audit.js'
 import { replayRejects } from '../lib/engine/replay.js'
-import { sourceNameOf } from '../lib/adapters/mapping.js'
 import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
@@ -176,6 +177,16 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     // rejected records: fields hidden from the data inspector are not shown here either
     srv.after('READ', 'PipelineRejects', rows => this.hideFields(rows))
+    // … also when expanded from a run or a pipeline (`$expand=rejects`), and under `$select=record`
+    srv.after('READ', 'PipelineRuns', rows => this.hideExpanded(rows, row => row.pipeline_name))
+    srv.after('READ', 'Pipelines', rows => this.hideExpanded(rows, row => row.name))
+    ;(this as unknown as { before(event: string, entity: string, handler: (req: { query?: { SELECT?: { columns?: unknown[] } } }) => void): void })
+      .before('READ', 'PipelineRejects', req => {
+        const columns = req.query?.SELECT?.columns
+        if (!columns?.length || columns.includes('*')) return
+        const named = (name: string) => columns.some(c => (c as { ref?: string[] })?.ref?.[0] === name)
+        for (const name of ['pipeline_name', 'recordKey', 'ID']) if (!named(name)) columns.push({ ref: [name] })
+      })
     bound('replayRejects', async (req, engine) => {
       const name = pipelineName(req)
       engine.registry.get(name)
@@ -224,20 +235,26 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     return { runId, name, status: outcome.status, statistics: outcome.statistics }
   }
 
-  /** Drops `@HideFromDataInspector` fields (of the source, or of the target by their source names) from stored records. */
-  private async hideFields(rows: unknown): Promise<void> {
+  /**
+   * Rejected records as read: hidden fields are stripped when a reject is stored (rejects.ts); rows
+   * stored before that are stripped here too. Sensitive fields read are audited (SensitiveDataRead).
+   */
+  private async hideFields(rows: unknown, pipeline?: unknown): Promise<void> {
     const engine = await this.engine()
     for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>) {
-      const name = row?.pipeline_name
+      const name = row?.pipeline_name ?? pipeline
       if (!row || typeof name !== 'string' || (typeof row.record !== 'string' && typeof row.mapped !== 'string')) continue
       const prepared = engine.registry.has(name) ? await engine.registry.prepare(name).catch(() => undefined) : undefined
-      const hiddenIn = (entity: { elements: Record<string, Record<string, unknown>> } | undefined) =>
-        entity ? Object.keys(entity.elements).filter(element => entity.elements[element][HIDE_ANNOTATION]) : []
-      const target = hiddenIn(prepared?.target.entityDefinition() as never)
-      const source = new Set([...hiddenIn(prepared?.source.entityDefinition() as never), ...target.map(t => sourceNameOf(prepared?.mapping, t))])
-      row.record = strip(row.record, source, prepared === undefined)
-      row.mapped = strip(row.mapped, new Set(target), prepared === undefined)
+      const policy = prepared && fieldPolicy(prepared)
+      row.record = strip(row.record, policy?.hidden.source)
+      row.mapped = strip(row.mapped, policy?.hidden.target)
+      if (policy) auditRejectRead(row, policy, prepared.target.entityDefinition()?.name ?? name)
     }
+  }
+
+  private async hideExpanded(rows: unknown, pipelineOf: (row: Record<string, unknown>) => unknown): Promise<void> {
+    for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>)
+      if (row && Array.isArray(row.rejects)) await this.hideFields(row.rejects, pipelineOf(row))
   }
 
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
@@ -324,10 +341,10 @@ function optionalBoolean(value: unknown, parameter: string): boolean | undefined
   return value
 }
 
-/** A stored record (JSON) without the hidden fields; unknown pipelines show no record at all. */
-function strip(json: unknown, hidden: Set<string>, unknownPipeline: boolean): unknown {
+/** A stored record (JSON) without the hidden fields; records of unknown pipelines (no policy) are not shown. */
+function strip(json: unknown, hidden: Set<string> | undefined): unknown {
   if (typeof json !== 'string') return json
-  if (unknownPipeline) return null
+  if (!hidden) return null
   if (!hidden.size) return json
   try {
     const record = JSON.parse(json) as Record<string, unknown>
@@ -336,6 +353,25 @@ function strip(json: unknown, hidden: Set<string>, unknownPipeline: boolean): un
   } catch {
     return null // a truncated record cannot be filtered: not shown
   }
+}
+
+/** A reject read with sensitive fields in its record: one SensitiveDataRead, the record's key as the data subject. */
+function auditRejectRead(row: Record<string, unknown>, policy: FieldPolicy, type: string): void {
+  const present = (json: unknown, names: Set<string>) => {
+    if (typeof json !== 'string' || !names.size) return []
+    try {
+      const record = JSON.parse(json) as Record<string, unknown>
+      return [...names].filter(n => record[n] !== undefined)
+    } catch {
+      return [...names].filter(n => json.includes(`"${n}":`)) // a truncated record: by its text
+    }
+  }
+  const attributes = [...new Set([...present(row.record, policy.sensitive.source), ...present(row.mapped, policy.sensitive.target)])]
+  let id: Record<string, unknown> = { ID: row.ID }
+  try {
+    if (typeof row.recordKey === 'string') id = JSON.parse(row.recordKey) as Record<string, unknown>
+  } catch { /* the reject's own ID identifies it */ }
+  auditSensitiveRead({ type, ids: [id], attributes })
 }
 
 function publicRow(row: PipelineRow): Record<string, unknown> {

@@ -17,6 +17,7 @@ import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import { RunRejects, openRejects } from './rejects.js'
+import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
 import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
@@ -244,12 +245,22 @@ export class PipelineRun {
         const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
         const index = batchIndex++
         // returns the run's totals including this batch; they count only once the batch commits
+        let mappedRecords: DataRecord[] = []
         const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
+          try {
+            return await writeBatchOf(tx)
+          } catch (error) {
+            // a run error never quotes a hidden field's value (PipelineRuns.error, lastError, DONE, logs)
+            throw redactError(error, hiddenValuesOf(fieldPolicy(this.prepared), batch, mappedRecords))
+          }
+        }
+        const writeBatchOf = async (tx?: QueryRunner): Promise<WriteStatistics> => {
           const totals = { ...this.statistics }
           // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
           if (this.rejects) addStatistics(totals, await this.rejects.processBatch(batch, index, request.mode, tx))
           const mapped = this.rejects ? {} : await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
+          mappedRecords = records
           if (records.length) {
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
