@@ -66,7 +66,10 @@ export function checkCronGap(gap: number, cron: string, key: string): void {
 
 /** A string stored in a tracker column of `length` characters. */
 export function checkLength(value: unknown, key: string, length: number): void {
-  if (typeof value === 'string' && [...value].length > length) throw invalidConfig(key, `is ${[...value].length} characters long; at most ${length} are stored`)
+  if (typeof value !== 'string') return
+  // characters as the database counts them: code points (a surrogate pair is one)
+  const characters = value.length - (value.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0)
+  if (characters > length) throw invalidConfig(key, `is ${characters} characters long; at most ${length} are stored`)
 }
 
 /** A config value naming a field of the source. */
