@@ -284,9 +284,9 @@ describe('bounded fuzz of every management input', () => {
       const res = each.method === 'GET' ? await GET(each.url) : await http.POST(each.url, each.body, admin)
       let text = typeof res.data === 'string' ? res.data : JSON.stringify(res.data ?? null)
       for (const sent of [...INJECTIONS, ...INJECTIONS.map(s => JSON.stringify(s).slice(1, -1))]) text = text.split(sent).join('')
-      const describe = `${each.method} ${each.url.slice(0, 200)} ${JSON.stringify(each.body ?? null).slice(0, 200)} → ${res.status} ${text.slice(0, 300)}`
-      if (res.status >= 500 || res.status < 200) failures.push(`status: ${describe}`)
-      else if (SQL.test(text)) failures.push(`SQL: ${describe}`)
+      const line = `${each.method} ${each.url.slice(0, 200)} ${JSON.stringify(each.body ?? null).slice(0, 200)} → ${res.status} ${text.slice(0, 300)}`
+      if (res.status >= 500 || res.status < 200) failures.push(`status: ${line}`)
+      else if (SQL.test(text)) failures.push(`SQL: ${line}`)
     }
     expect(failures).toEqual([])
     expect(await snapshot()).toEqual(before)
