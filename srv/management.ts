@@ -10,7 +10,8 @@ import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
-import { parseCron } from '../lib/engine/schedule.js'
+import { parseCron, parseSchedule } from '../lib/engine/schedule.js'
+import { MAX_OVERRIDES_LENGTH } from '../lib/engine/limits.js'
 import { capabilities, inspectData } from '../lib/management/inspect.js'
 import { fieldPolicy, type FieldPolicy } from '../lib/security/hidden.js'
 import { auditSensitiveRead } from '../lib/security/audit.js'
@@ -132,6 +133,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const schedule = hasCron
         ? { cron: asParameter(() => parseCron(cron, 'cron'), 'cron'), engine: 'queued' as const }
         : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (scheduleEngine ?? 'spawn') as 'spawn' | 'queued' }
+      // the bounds every entry shares (lib/engine/limits.ts), naming this action's parameter
+      asParameter(() => parseSchedule(schedule, 'schedule'), hasCron ? 'cron' : 'every')
       return this.override(engine, name, { ...engine.registry.overrides(name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
@@ -141,13 +144,14 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('setOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const text = requiredString(req.data.overrides, 'overrides')
+      if (text.length > MAX_OVERRIDES_LENGTH) throw new PipelineError('INVALID_PARAMETER', `overrides: ${text.length} characters; at most ${MAX_OVERRIDES_LENGTH} are accepted`, { target: 'overrides' })
       let parsed: unknown
       try {
         parsed = JSON.parse(text)
       } catch {
         throw new PipelineError('INVALID_PARAMETER', 'overrides: is not valid JSON', { target: 'overrides' })
       }
-      const changes = flattenOverrides(parsed)
+      const changes = asOverride(() => flattenOverrides(parsed))
       return this.override(engine, name, { ...engine.registry.overrides(name), ...changes })
     })
     bound('clearOverrides', async (req, engine) => {
@@ -262,7 +266,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     const tenant = contextTenant()
     if (tenant && tenancySettings().active)
       throw new PipelineError('FORBIDDEN', `Pipeline configuration is shared by all tenants and cannot be changed by tenant '${tenant}'; per-tenant mode and schedule are set in cds.requires['data-pipeline'].multitenancy.tenants`, { target: 'name' })
-    await engine.registry.applyOverrides(name, overrides)
+    await asOverride(() => engine.registry.applyOverrides(name, overrides))
     return publicRow((await engine.registry.tracker.read(name))!)
   }
 
@@ -315,6 +319,21 @@ function asParameter<T>(fn: () => T, parameter: string): T {
   } catch (error) {
     if (error instanceof PipelineError) throw new PipelineError('INVALID_PARAMETER', `${parameter}: ${error.message.replace(/^Invalid pipeline config: \S+ /, '')}`, { target: parameter })
     throw error
+  }
+}
+
+/** An override the registration rules refuse is a bad parameter (400 INVALID_PARAMETER) naming the override key. */
+function asOverride<T>(fn: () => T): T {
+  const refused = (error: unknown): never => {
+    if (error instanceof PipelineError && error.code === 'INVALID_CONFIG')
+      throw new PipelineError('INVALID_PARAMETER', error.message.replace(/^Invalid pipeline config: /, ''), { target: error.target })
+    throw error
+  }
+  try {
+    const result = fn()
+    return (result instanceof Promise ? result.catch(refused) : result) as T
+  } catch (error) {
+    return refused(error)
   }
 }
 

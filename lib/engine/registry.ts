@@ -24,6 +24,8 @@ import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import { TenantFanOut } from './fanout.js'
 import { contextTenant, tenancy } from './tenancy.js'
 import { afterCurrentTransaction } from './after-transaction.js'
+import { checkSource } from './source-check.js'
+import { checkOverridesSize } from './limits.js'
 
 /** At the latest this long after a queue task's start, its run starts even if the task's transaction has not ended. */
 const QUEUED_RUN_FALLBACK = 5000
@@ -103,8 +105,8 @@ export type InProcessExecuteOptions = ExecuteOptions & { engine?: 'spawn' }
 export type QueuedExecuteOptions = ExecuteOptions & { async: true; engine: 'queued' }
 
 export interface RegistrySettings {
-  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`). */
-  schedules?: boolean
+  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`); an object `{ minInterval }` (lib/engine/limits.ts) keeps them on. */
+  schedules?: boolean | { minInterval?: number | string }
   /** Where the host's `@sap/cds` version comes from (default `cds.version`); injectable for tests. */
   hostVersion?: () => string
 }
@@ -195,6 +197,7 @@ export class PipelineRegistry {
       throw invalidConfig('name', `'${coded.name}' is already registered with a different config; choose another name`)
     }
     this.checkCapabilities(coded)
+    checkSource(coded)
     checkOrigin(coded)
 
     let row: PipelineRow | undefined
@@ -244,8 +247,10 @@ export class PipelineRegistry {
    */
   async applyOverrides(name: string, overrides: Overrides): Promise<ResolvedPipeline> {
     const entry = this.entry(name)
+    checkOverridesSize(JSON.stringify(overrides))
     const effective = resolvePipeline(applyOverrides(entry.coded, overrides), { serviceKind: requiredKind })
     this.checkCapabilities(effective)
+    checkSource(effective)
     const scheduleChanged = !sameSchedule(entry.effective.schedule, effective.schedule)
     const live = this.schedulesActive && entry.activated === true
     const deferred = live && scheduleChanged && !this.canChangeLive(entry.installed, effective.schedule)
