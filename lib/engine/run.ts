@@ -7,7 +7,7 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { publicError } from '../security/redact.js'
+import { publicError, rememberCorrelation } from '../security/redact.js'
 import { carryDriftToReplay, checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
@@ -188,6 +188,7 @@ export class PipelineRun {
       const failure = describeError(error, `pipeline '${name}'`)
       // the log keeps the whole message (credentials redacted), the stored error what users may see
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+      rememberCorrelation(error, failure.correlationId)
       await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed')).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       await this.done('failed', new Date(), failure)
       throw error

@@ -148,12 +148,9 @@ export interface PublicError {
  * (credentials redacted).
  */
 export function publicError(error: unknown, what?: string): PublicError {
-  // an error keeps the id it was first logged with (a run's failure, then the execute answer)
+  // the id a failed run logged its error under (rememberCorrelation), so the answer names it too
   const known = (error as { correlationId?: unknown } | undefined)?.correlationId
   const id = typeof known === 'string' ? known : correlationId()
-  if (typeof known !== 'string' && error && typeof error === 'object' && Object.isExtensible(error)) {
-    Object.defineProperty(error, 'correlationId', { value: id, enumerable: false, configurable: true })
-  }
   const raw = typeof (error as Error)?.message === 'string' ? (error as Error).message : String(error)
   const detail = redactText(raw)
   if (!isDatabaseError(error)) return { message: detail, detail, correlationId: id, database: false }
@@ -164,6 +161,11 @@ export function publicError(error: unknown, what?: string): PublicError {
     ? `A database table${subject} (${table}) is not deployed: run cds deploy (for a tenant: upgrade its database), then try again. Correlation id ${id}`
     : `The database rejected a statement${subject}; the details are in the application log under correlation id ${id}`
   return { message, detail, correlationId: id, database: true }
+}
+
+/** Marks an error with the correlation id its detail was logged under (for the answer made later). */
+export function rememberCorrelation(error: unknown, id: string): void {
+  if (error && typeof error === 'object' && Object.isExtensible(error)) Object.defineProperty(error, 'correlationId', { value: id, enumerable: false, configurable: true })
 }
 
 /** A message for an HTTP answer: with the correlation id the log has the detail under. */
