@@ -374,7 +374,7 @@ export function describeError(error: unknown, what?: string): { code?: string; s
   const e = error as { code?: unknown; reason?: { response?: { status?: number } }; status?: number }
   const out = error instanceof PipelineError
     ? { code: error.code, status: error.status, message: shown.message, correlationId: shown.correlationId }
-    : { code: typeof e?.code === 'string' ? e.code : undefined, status: e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined), message: shown.message, correlationId: shown.correlationId }
+    : { code: shown.database ? 'DATABASE_ERROR' : typeof e?.code === 'string' ? e.code : undefined, status: e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined), message: shown.message, correlationId: shown.correlationId }
   // not enumerable: the stored error (JSON) leaves the detail out
   return Object.defineProperty(out, 'detail', { value: shown.detail, enumerable: false }) as typeof out & { detail: string }
 }

@@ -121,7 +121,7 @@ const MISSING_TABLE = /no such table:?\s*(?:main\.)?([\w$.]+)|relation "([^"]+)"
 export function isDatabaseError(error: unknown): boolean {
   const e = error as { code?: unknown; sql?: unknown; query?: unknown; sqlState?: unknown; severity?: unknown; message?: unknown } | undefined
   if (!e || typeof e !== 'object') return false
-  if (typeof e.code === 'string' && /^SQLITE_/.test(e.code)) return true
+  if (typeof e.code === 'string' && /SQLITE_/.test(e.code)) return true
   if (typeof e.sql === 'string' || typeof e.sqlState === 'string') return true
   if (typeof e.severity === 'string' && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return true // PostgreSQL
   return typeof e.message === 'string' && SQL_TEXT.test(e.message)
@@ -179,21 +179,35 @@ export function withCorrelation(message: string, id: string): string {
 type Format = (label: string, level: number, ...args: unknown[]) => unknown[]
 interface Logger { setFormat(format: Format): unknown }
 
-/** Loggers that may print remote requests or errors: CAP's remote services and the plugin's own. */
-const REDACTED_LOGGERS = ['remote', ...new Set(Object.values(LOGGER))]
+/**
+ * Loggers that may print bindings, remote requests or errors: CAP's server (`connect to … { url }`,
+ * with the label CAP gives it), its remote services, and the plugin's own.
+ */
+const REDACTED_LOGGERS: Array<[string, { label: string }?]> = [['cds.serve', { label: 'cds' }], ['remote'], ...[...new Set(Object.values(LOGGER))].map(id => [id] as [string])]
 
-/** A log argument without credentials: texts redacted, errors and objects printed, then redacted. */
+/** A copy of a plain value with its texts redacted (structure kept for JSON log formats). */
+function redactValue(value: unknown, secrets: string[], depth: number): unknown {
+  if (typeof value === 'string') return redactText(value, secrets)
+  if (value === null || typeof value !== 'object' || depth > 6) return value
+  if (Array.isArray(value)) return value.map(each => redactValue(each, secrets, depth + 1))
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return redactText(inspect(value, { depth: 4, breakLength: Infinity }), secrets)
+  return Object.fromEntries(Object.entries(value).map(([key, each]) => [key, redactValue(each, secrets, depth + 1)]))
+}
+
+/** A log argument without credentials: texts redacted, errors printed (headers masked) and redacted. */
 export function redactLogArgument(arg: unknown, secrets: string[]): unknown {
   if (typeof arg === 'string') return redactText(arg, secrets)
   if (arg === null || typeof arg !== 'object') return arg
   redactHeaders(arg)
-  return redactText(inspect(arg, { depth: 4, breakLength: Infinity }), secrets)
+  if (arg instanceof Error) return redactText(inspect(arg, { depth: 4, breakLength: Infinity }), secrets)
+  return redactValue(arg, secrets, 0)
 }
 
 export function registerLogRedaction(): void {
-  const log = cds.log as unknown as ((id: string) => Logger) & { format: Format }
-  for (const id of REDACTED_LOGGERS) {
-    log(id).setFormat((label, level, ...args) => {
+  const log = cds.log as unknown as ((id: string, options?: object) => Logger) & { format: Format }
+  for (const [id, options] of REDACTED_LOGGERS) {
+    log(id, options).setFormat((label, level, ...args) => {
       const secrets = bindingSecrets()
       return log.format(label, level, ...args.map(arg => redactLogArgument(arg, secrets)))
     })
