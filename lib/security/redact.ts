@@ -150,8 +150,10 @@ export interface PublicError {
 export function publicError(error: unknown, what?: string): PublicError {
   // the id a failed run logged its error under (rememberCorrelation), so the answer names it too
   const known = (error as { correlationId?: unknown } | undefined)?.correlationId
-  const id = typeof known === 'string' ? known : correlationId()
   const raw = typeof (error as Error)?.message === 'string' ? (error as Error).message : String(error)
+  // …or the one a message made from such an answer names already
+  const named = /correlation id ([0-9a-f-]{36})/i.exec(raw)?.[1]
+  const id = typeof known === 'string' ? known : (named ?? correlationId())
   const detail = redactText(raw)
   if (!isDatabaseError(error)) return { message: detail, detail, correlationId: id, database: false }
   const missing = MISSING_TABLE.exec(raw)
@@ -170,7 +172,7 @@ export function rememberCorrelation(error: unknown, id: string): void {
 
 /** A message for an HTTP answer: with the correlation id the log has the detail under. */
 export function withCorrelation(message: string, id: string): string {
-  return message.includes(id) ? message : `${message} (correlation id ${id})`
+  return /correlation id [0-9a-f-]{36}/i.test(message) ? message : `${message} (correlation id ${id})`
 }
 
 // ---------------------------------------------------------------------------------------------
