@@ -274,7 +274,7 @@ export class EntityCache {
   invalidate(info: DelegateInfo, options: CacheOptions): void {
     const prefix = `${this.tenantOf(options)}|${info.entity}`
     // the shared copy and every caller's copy of the entity
-    for (const id of [...this.expires.keys()]) if (id === prefix || id.startsWith(`${prefix}${CALLER_TABLE}`)) this.expires.delete(id)
+    for (const id of this.expires.keys()) if (id === prefix || id.startsWith(`${prefix}${CALLER_TABLE}`)) this.expires.delete(id)
   }
 
   /** Drops a tenant's store and, with file stores, its file (e.g. on unsubscribe). */
