@@ -23,6 +23,7 @@ import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
 import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy.js'
+import { withCorrelation } from '../lib/security/redact.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -199,7 +200,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         return { runId, name, status, statistics }
       } catch (error) {
         if (error instanceof PipelineError && ['PIPELINE_RUNNING', 'UNKNOWN_PIPELINE', 'NOT_SUPPORTED'].includes(error.code)) throw error
-        return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${describeError(error).message}`)
+        const failure = describeError(error, `pipeline '${name}'`)
+        LOG.error(`replay of the rejects of pipeline '${name}' failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+        return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${withCorrelation(failure.message, failure.correlationId)}`)
       }
     })
     bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
@@ -213,13 +216,17 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     try {
       return await operation(req, await this.engine())
     } catch (error) {
-      if (error instanceof PipelineError) return req.reject({ status: error.status, code: error.code, message: error.message, target: error.target })
-      LOG.error(`management operation failed: ${describeError(error).message}`) // never the raw error: it carries request headers
+      // answers carry no credentials and no SQL; a 5xx names the correlation id its detail is logged under
+      const shown = describeError(error)
+      if (error instanceof PipelineError && error.status < 500) return req.reject({ status: error.status, code: error.code, message: shown.message, target: error.target })
+      LOG.error(`management operation failed [correlation id ${shown.correlationId}]: ${shown.detail}`) // never the raw error: it carries request headers
+      const message = withCorrelation(shown.message, shown.correlationId)
+      if (error instanceof PipelineError) return req.reject({ status: error.status, code: error.code, message, target: error.target })
       // a fresh error with the message only: remote errors carry the request (headers with
       // credentials) and response, which CAP would otherwise serialize as `innererror`
       const e = error as { status?: unknown; statusCode?: unknown; code?: unknown }
       const status = Number(e.status ?? e.statusCode ?? (typeof e.code === 'number' ? e.code : undefined))
-      return req.reject(status >= 400 && status < 600 ? status : 500, (error as Error)?.message ?? String(error))
+      return req.reject(status >= 400 && status < 600 ? status : 500, status >= 400 && status < 500 ? shown.message : message)
     }
   }
 
@@ -231,7 +238,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
       return { runId, name, status: 'running', statistics: null }
     }
-    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => ({ status: 'failed' as const, statistics: null, error: error.message }))
+    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => {
+      const failure = describeError(error, `pipeline '${name}'`) // logged by the run under this correlation id
+      return { status: 'failed' as const, statistics: null, error: withCorrelation(failure.message, failure.correlationId) }
+    })
     if (outcome.status === 'failed') {
       const message = 'error' in outcome ? outcome.error : 'run failed'
       return req.reject(502, `Run ${runId} of pipeline '${name}' failed: ${message}`)

@@ -14,7 +14,7 @@ import {
 } from './schedule.js'
 import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
 import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow, type RegistrationRow } from './tracker.js'
-import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
+import { PipelineRun, describeError, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
 import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
@@ -433,7 +433,7 @@ export class PipelineRegistry {
       const db = await cds.connect.to('db')
       deleted = await db.tx(() => (prepared.target as BaseTargetAdapter).truncate({ runId: flushId, mode: 'full', batchIndex: 0 }))
     } catch (error) {
-      await this.tracker.release(name, flushId, { status: 'failed', lastError: (error as Error).message })
+      await this.tracker.release(name, flushId, { status: 'failed', lastError: describeError(error, `pipeline '${name}'`).message })
       throw error
     }
     await this.tracker.release(name, flushId, { status: 'idle', lastSync: null, lastKey: null, checkpoint: null, lastSuccess: null, errorCount: 0, lastError: null })
@@ -573,7 +573,7 @@ export class PipelineRegistry {
           return { tenant, runId: value.runId, status: 'completed' as const, statistics: value.outcome.statistics }
         }
         if (skipped || (error as PipelineError)?.code === 'PIPELINE_RUNNING') return { tenant, status: 'skipped' as const, error: skipped ? 'a run is queued or active in this process' : (error as Error).message }
-        return { tenant, status: 'failed' as const, error: (error as Error)?.message ?? String(error) }
+        return { tenant, status: 'failed' as const, error: describeError(error, `pipeline '${name}'`).message }
       })
       const failed = runs.filter(run => run.status === 'failed')
       if (failed.length) {

@@ -25,6 +25,8 @@ import { connectRemote, fetchRemote, passOn, remoteStatus, type RemoteResult, ty
 import { and, type Token } from './keys.js'
 import { responseCache } from '../cache/response.js'
 import { entityCache } from '../cache/entity.js'
+import { logCacheScope } from '../cache/scope.js'
+import { publicError, withCorrelation } from '../../security/redact.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -44,7 +46,7 @@ interface Request {
   query?: { SELECT?: Select; INSERT?: unknown; UPDATE?: unknown; DELETE?: unknown; UPSERT?: unknown }
   target?: LinkedEntity
   data?: unknown
-  reject(status: number, message: string): never
+  reject(status: number | { status: number; code: string; message: string; target?: string }, message?: string): never
 }
 
 type Next = () => Promise<unknown>
@@ -186,9 +188,22 @@ async function delegatedWrite(req: Request): Promise<unknown> {
   }
 }
 
+/**
+ * The answer to a failed request: credentials redacted, no SQL; a 5xx names the correlation id
+ * under which the detail is logged. Always a fresh error: a remote error carries its request
+ * (URL, headers), which CAP would otherwise serialize.
+ */
 function reject(req: Request, error: unknown): never {
-  if (error instanceof FederationRequestError) return req.reject(error.status, error.message)
-  throw error
+  const shown = publicError(error, req.target?.name ? `'${req.target.name}'` : undefined)
+  const e = error as { status?: unknown; statusCode?: unknown; code?: unknown; target?: unknown }
+  const given = Number(e?.status ?? e?.statusCode)
+  const status = given >= 400 && given < 600 ? given : 500
+  if (status < 500 && !shown.database) {
+    const code = typeof e?.code === 'string' ? e.code : String(status)
+    return req.reject({ status, code, message: shown.message, ...(typeof e?.target === 'string' ? { target: e.target } : {}) })
+  }
+  LOG.error(`${req.event} of '${req.target?.name}' failed [correlation id ${shown.correlationId}]: ${shown.detail}`)
+  return req.reject({ status, code: String(status), message: withCorrelation(shown.message, shown.correlationId) })
 }
 
 /** Registers ON handlers just ahead of CAP's generic CRUD handler (or first when there is none). */
@@ -220,6 +235,7 @@ export function attachDelegation(srv: ApplicationService): { delegated: string[]
     delegated.push(entity.name)
     delegatedInfos.set(info.entity, info)
     registry.register(info)
+    logCacheScope(info)
   }
   for (const entity of entities) {
     const side = sideOf(entity)
