@@ -710,7 +710,7 @@ export class PipelineRegistry {
       }
       const entry = this.entry(name)
       const tenant = message?.tenant
-      if (tenant !== undefined && invalidTenantId(tenant)) {
+      if (tenant !== undefined && tenant !== null && invalidTenantId(tenant)) {
         LOG.error(`queued tick of pipeline '${name}' for an invalid tenant id: skipped (${invalidTenantId(tenant)})`)
         return
       }
@@ -744,7 +744,7 @@ export class PipelineRegistry {
       return
     }
     try {
-      if (message!.tenant !== undefined) assertTenantId(message!.tenant)
+      if (message!.tenant !== undefined && message!.tenant !== null) assertTenantId(message!.tenant)
       const mode = (message!.mode ?? this.get(name).mode) as RunMode
       const { done } = await this.launch(name, { mode, trigger: whitelistTrigger(message!.trigger), tenant: message!.tenant, async: true }, true)
       done.catch(() => undefined) // recorded in PipelineRuns and logged by the run
