@@ -406,7 +406,8 @@ export class PipelineRegistry {
    */
   private async assertSubscribed(tenant: unknown): Promise<void> {
     assertTenantId(tenant)
-    if (!tenancy().settings().active) return
+    // the context's own tenant (its user's request, a job of the tenant) came through CAP already
+    if (!tenancy().settings().active || tenant === contextTenant()) return
     if (!(await tenancy().subscribedTenants()).includes(tenant as string))
       throw new PipelineError('UNKNOWN_TENANT', `tenant: '${String(tenant)}' is not subscribed to this application`, { target: 'tenant' })
   }
