@@ -16,12 +16,48 @@ service DataPipelineManagementService {
     skipped : Integer;
   }
 
-  /** Result of start/execute: the run and, for synchronous runs, its outcome. */
+  /** One tenant's run of a fan-out execute (multitenancy, provider execute without tenant). */
+  type TenantRunResult {
+    tenant     : String;
+    runId      : UUID;
+    /** completed | failed | skipped (a run was active) | running (async start) */
+    status     : String;
+    statistics : Statistics;
+    error      : LargeString;
+  }
+
+  /**
+   * Result of start/execute: the run and, for synchronous runs, its outcome. A fan-out over
+   * tenants has no runId: the statistics are summed, `status` is 'failed' when any tenant's run
+   * failed, and `tenants` holds each tenant's outcome.
+   */
   type RunResult {
     runId      : UUID;
     name       : String;
     status     : String;
     statistics : Statistics;
+    tenants    : many TenantRunResult;
+  }
+
+  /** One pipeline of one tenant in tenantsOverview(); a tenant that could not be read is one row with `error` and no pipeline. */
+  type TenantPipeline {
+    tenant        : String;
+    pipeline      : String;
+    enabled       : Boolean;
+    status        : String;
+    mode          : String;
+    schedule      : String;
+    lastSync      : Timestamp;
+    lastSuccess   : Timestamp;
+    /** fresh | stale | unknown */
+    freshness     : String;
+    errorCount    : Integer;
+    lastError     : LargeString;
+    lastRunId     : UUID;
+    lastRunStatus : String;
+    lastRunStart  : Timestamp;
+    lastRunEnd    : Timestamp;
+    error         : LargeString;
   }
 
   @readonly
@@ -69,6 +105,8 @@ service DataPipelineManagementService {
   }
 
   function landscapeMetadata() returns LargeString;
+  /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see README "Multitenancy". */
+  function tenantsOverview() returns many TenantPipeline;
   action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
   action flush(name : String) returns Pipelines;
   function status(name : String) returns Pipelines;

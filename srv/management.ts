@@ -21,9 +21,11 @@ import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
 import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
-import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
+import { assertTenantMayOverride, tenancySettings } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy.js'
 import { withCorrelation } from '../lib/security/redact.js'
+import { invalidTenantId } from '../lib/security/tenant-id.js'
+import { PROVIDER_HINT, fanOutAnswer, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -82,6 +84,18 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
     })
 
+    // a request's tenant names its database: an unsafe id is refused before anything reads it
+    ;(this as unknown as { before(event: string, handler: (req: OperationRequest) => unknown): void }).before('*', req => {
+      const tenant = contextTenant()
+      if (tenant && invalidTenantId(tenant)) return req.reject(400, `tenant: ${JSON.stringify(tenant.slice(0, 40))} is not a valid tenant id: ${invalidTenantId(tenant)}`, 'tenant')
+    })
+    // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every tenant's
+    ;(this as unknown as { on(event: string, entities: string[], handler: (req: OperationRequest & { info(message: string): void }, next: () => unknown) => unknown): void })
+      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRejects'], (req, next) => {
+        if (!providerWithoutTenant()) return next()
+        req.info(PROVIDER_HINT)
+        return []
+      })
     // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
     ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns'], async () => {
       const tenant = contextTenant()
@@ -107,6 +121,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (own && tenancySettings().active) tenant = own
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
+    unbound('tenantsOverview', async (_req, engine) => tenantsOverview(engine.registry))
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
     unbound('status', async (req, engine) => {
       const name = requiredString(req.data.name, 'name')
@@ -116,6 +131,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('setEnabled', async (req, engine) => {
       if (typeof req.data.enabled !== 'boolean') throw new PipelineError('INVALID_PARAMETER', 'enabled: must be true or false', { target: 'enabled' })
+      if (ownTenant()) assertTenantMayOverride(['enabled'], ownTenant()!)
       return publicRow(await engine.setEnabled(pipelineName(req), req.data.enabled))
     })
     bound('setSchedule', async (req, engine) => {
@@ -136,11 +152,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (scheduleEngine ?? 'spawn') as 'spawn' | 'queued' }
       // the bounds every entry shares (lib/engine/limits.ts), naming this action's parameter
       asParameter(() => parseSchedule(schedule, 'schedule'), hasCron ? 'cron' : 'every')
-      return this.override(engine, name, { ...engine.registry.overrides(name), schedule })
+      return this.override(engine, name, { ...current(engine, name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
       const name = pipelineName(req)
-      return this.override(engine, name, { ...engine.registry.overrides(name), schedule: null })
+      return this.override(engine, name, { ...current(engine, name), schedule: null })
     })
     bound('setOverrides', async (req, engine) => {
       const name = pipelineName(req)
@@ -153,12 +169,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         throw new PipelineError('INVALID_PARAMETER', 'overrides: is not valid JSON', { target: 'overrides' })
       }
       const changes = asOverride(() => flattenOverrides(parsed))
-      return this.override(engine, name, { ...engine.registry.overrides(name), ...changes })
+      return this.override(engine, name, { ...current(engine, name), ...changes })
     })
     bound('clearOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const keys = requiredString(req.data.keys, 'keys').split(',').map(k => k.trim()).filter(Boolean)
-      const remaining = { ...engine.registry.overrides(name) }
+      const remaining = { ...current(engine, name) }
       for (const key of keys) delete remaining[key]
       return this.override(engine, name, remaining)
     })
@@ -167,7 +183,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const tenant = contextTenant()
       return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.effectiveFor(name, tenant), {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
-        tenant, tenantOverrides: tenantOverrides(tenant, name),
+        tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
       }))
     })
     bound('inspectData', async (req, engine) => {
@@ -214,7 +230,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   /** Runs an operation and turns engine errors into CAP errors with their status. */
   private async runOperation(req: OperationRequest, operation: Operation): Promise<unknown> {
     try {
-      return await operation(req, await this.engine())
+      const engine = await this.engine()
+      // a tenant admin's bound operation: what it set for its tenant is loaded from its tracker row
+      const tenant = ownTenant()
+      if (tenant && req.params?.length) await engine.registry.ensureTenant(tenant)
+      return await operation(req, engine)
     } catch (error) {
       // answers carry no credentials and no SQL; a 5xx names the correlation id its detail is logged under
       const shown = describeError(error)
@@ -233,6 +253,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
     const { runId, done, tenants } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
     if (tenants) LOG.info(`pipeline '${name}': ${options.async ? 'started' : 'ran'} for ${tenants.length} tenant(s): ${tenants.join(', ')}`)
+    // a fan-out over tenants answers each tenant's outcome beside the sums
+    if (tenants) {
+      if (options.async) req.http?.res?.status(202)
+      return fanOutAnswer(name, tenants, options.async ? undefined : done as Promise<unknown>)
+    }
     if (options.async || !done) {
       req.http?.res?.status(202)
       done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
@@ -272,10 +297,14 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
-    // the configuration is shared by all tenants: a tenant's user cannot change it for the others
-    const tenant = contextTenant()
-    if (tenant && tenancySettings().active)
-      throw new PipelineError('FORBIDDEN', `Pipeline configuration is shared by all tenants and cannot be changed by tenant '${tenant}'; per-tenant mode and schedule are set in cds.requires['data-pipeline'].multitenancy.tenants`, { target: 'name' })
+    // a tenant's admin sets its own tenant's settings, within the provider's bounds; the rest is shared by all tenants
+    const tenant = ownTenant()
+    if (tenant) {
+      const before = engine.registry.storedTenantOverrides(name, tenant)
+      assertTenantMayOverride(Object.keys(overrides).filter(key => JSON.stringify(overrides[key]) !== JSON.stringify(before[key])), tenant)
+      await asOverride(() => engine.registry.applyTenantOverrides(name, tenant, overrides))
+      return publicRow((await engine.registry.tracker.read(name))!)
+    }
     await asOverride(() => engine.registry.applyOverrides(name, overrides))
     return publicRow((await engine.registry.tracker.read(name))!)
   }
@@ -320,6 +349,19 @@ async function latestRunDrift(name: string): Promise<SchemaDriftReport | null | 
   } catch {
     return undefined
   }
+}
+
+/** The tenant whose admin calls (multitenancy active), or undefined for the provider and single-tenant apps. */
+function ownTenant(): string | undefined {
+  const tenant = contextTenant()
+  return tenant && tenancySettings().active ? tenant : undefined
+}
+
+/** The overrides an operation changes: the tenant's own ones for a tenant's admin, else the shared ones. */
+function current(engine: DataPipelineService, name: string): Overrides {
+  const tenant = ownTenant()
+  engine.registry.get(name)
+  return tenant ? engine.registry.storedTenantOverrides(name, tenant) : engine.registry.overrides(name)
 }
 
 /** A config validation error of an operation parameter becomes INVALID_PARAMETER (400) naming it. */

@@ -16,10 +16,10 @@
  * where or `@restrict`), each user of each tenant gets a copy of its own (a table per caller in
  * the store); otherwise one copy serves every user of the store.
  *
- * A tenant id becomes part of a file name only after it was checked (`storeFile`): letters,
- * digits, `.`, `_` and `-`, not starting with `.`, at most `MAX_TENANT_ID_LENGTH` characters —
- * anything else (`../x`, `/`, `\`, NUL, `.`, `..`, empty, overlong) is rejected, never rewritten
- * (a rewrite could make two tenants share one file). The resolved path must also stay inside
+ * A tenant id becomes part of a file name only after it was checked (`storeFile`) by the one
+ * validator of tenant ids (lib/security/tenant-id.ts) — anything else (`../x`, `/`, `\`, NUL,
+ * `.`, `..`, empty, overlong) is rejected, never rewritten (a rewrite could make two tenants
+ * share one file). The resolved path must also stay inside
  * `baseDir`. A request whose tenant is rejected fails with 400 naming the tenant; a
  * configuration that cannot give each tenant its own file inside `baseDir` (an invalid
  * `defaultTenant`, a `urlTemplate` without `{tenant}` or leading out of `baseDir`) with 500.
@@ -32,6 +32,9 @@ import { isAssociationElement, entityNamed, type CacheOptions, type DelegateInfo
 import type { RemoteResult, Row } from '../delegate/remote.js'
 import { FederationRequestError } from '../delegate/expand.js'
 import { callerKey, callerScope } from './scope.js'
+import { invalidTenantId, shownTenant as shown } from '../../security/tenant-id.js'
+
+export { invalidTenantId, MAX_TENANT_ID_LENGTH } from '../../security/tenant-id.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -63,26 +66,6 @@ export function entityCacheSettings(): EntityCacheSettings {
     defaultTenant: typeof merged.defaultTenant === 'string' ? merged.defaultTenant : 'default',
     baseDir: typeof merged.baseDir === 'string' ? merged.baseDir : (cds as unknown as { root: string }).root,
   }
-}
-
-/** The longest tenant id that may become part of an entity cache file name. */
-export const MAX_TENANT_ID_LENGTH = 128
-
-const TENANT_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/
-
-/** A tenant id for messages: quoted, control characters escaped, long ids shortened. */
-function shown(tenant: string): string {
-  const text = JSON.stringify(tenant.length > 40 ? `${tenant.slice(0, 40)}…` : tenant)
-  return tenant.length > 40 ? `${text} (${tenant.length} characters)` : text
-}
-
-/** Why a tenant id cannot name a store file, or undefined when it can. */
-export function invalidTenantId(tenant: unknown): string | undefined {
-  if (typeof tenant !== 'string' || tenant === '') return 'it is empty'
-  if (tenant.length > MAX_TENANT_ID_LENGTH) return `it is longer than ${MAX_TENANT_ID_LENGTH} characters`
-  if (tenant === '.' || tenant === '..') return 'it is a relative directory name'
-  if (!TENANT_ID.test(tenant)) return "only letters, digits, '.', '_' and '-' are allowed, and it must not start with '.'"
-  return undefined
 }
 
 /**
