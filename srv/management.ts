@@ -21,6 +21,7 @@ import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
 import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy.js'
+import { checkAccess, permissionsOf, rejectsAssociationsOf, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -61,6 +62,17 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       on(event: string, handler: (req: OperationRequest) => unknown): void
       after(event: string, entity: string, handler: (rows: unknown) => unknown): void
     }
+    // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else
+    const rejects = rejectsAssociationsOf(Object.values((this as unknown as { entities: Record<string, never> }).entities))
+    ;(this as unknown as { before(event: string, handler: (req: OperationRequest & AccessRequest) => void): void }).before('*', req => {
+      try {
+        checkAccess(req, rejects)
+      } catch (error) {
+        if (!(error instanceof PipelineError)) throw error
+        req.reject({ status: error.status, code: error.code, message: error.message })
+      }
+    })
+    srv.on('permissions', req => permissionsOf((req as OperationRequest & AccessRequest).user, contextTenant()))
     srv.on('READ', 'PipelineRunModes', () => REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })))
     srv.on('READ', 'PipelineRunTriggers', () => RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })))
     // runs with one transaction show their progress from this process's live counters
