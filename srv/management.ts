@@ -21,7 +21,7 @@ import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
 import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy.js'
-import { checkAccess, permissionsOf, rejectsAssociationsOf, type AccessRequest } from '../lib/security/roles.js'
+import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -62,7 +62,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       on(event: string, handler: (req: OperationRequest) => unknown): void
       after(event: string, entity: string, handler: (rows: unknown) => unknown): void
     }
-    // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else
+    // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else;
+    // a bad management.roles fails the start, naming the key
+    roleNames()
     const rejects = rejectsAssociationsOf(Object.values((this as unknown as { entities: Record<string, never> }).entities))
     ;(this as unknown as { before(event: string, handler: (req: OperationRequest & AccessRequest) => void): void }).before('*', req => {
       try {
