@@ -2,10 +2,15 @@ using { plugin.data_pipeline as tracker } from '../db/index';
 
 /**
  * Runtime management of pipelines at /pipeline. The projections are read-only; everything
- * that changes state is an operation. Secure it in the host app, e.g.
- *   annotate DataPipelineManagementService with @(requires: 'PipelineAdmin');
+ * that changes state is an operation. Access: the plugin checks the roles PipelineViewer <
+ * PipelineOperator < PipelineAdmin on every request (lib/security/roles.ts; names configurable in
+ * cds.requires['data-pipeline'].management.roles, `false` leaves it to the app's annotations).
+ * The @requires below names the roles for `cds compile --to xsuaa` / `cds add xsuaa` and lets
+ * any authenticated user in (anonymous → 401), so that permissions() tells a user without a
+ * role that they have none; the levels are the plugin's check.
  */
 @path: '/pipeline'
+@requires: ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin', 'authenticated-user']
 @impl: 'cap-data-pipeline/dist/srv/management.js'
 service DataPipelineManagementService {
 
@@ -103,6 +108,17 @@ service DataPipelineManagementService {
     key code : String(20);
         name : String(100);
   }
+
+  /** What the calling user may do (any authenticated user): roles held and the three levels. */
+  type Permissions {
+    user       : String;
+    tenant     : String;
+    roles      : many String;
+    view       : Boolean;
+    operate    : Boolean;
+    administer : Boolean;
+  }
+  function permissions() returns Permissions;
 
   function landscapeMetadata() returns LargeString;
   /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see README "Multitenancy". */

@@ -26,6 +26,7 @@ import { contextTenant } from '../lib/engine/tenancy.js'
 import { withCorrelation } from '../lib/security/redact.js'
 import { invalidTenantId } from '../lib/security/tenant-id.js'
 import { PROVIDER_HINT, fanOutAnswer, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
+import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -66,6 +67,19 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       on(event: string, handler: (req: OperationRequest) => unknown): void
       after(event: string, entity: string, handler: (rows: unknown) => unknown): void
     }
+    // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else;
+    // a bad management.roles fails the start, naming the key
+    roleNames()
+    const rejects = rejectsAssociationsOf(Object.values((this as unknown as { entities: Record<string, never> }).entities))
+    ;(this as unknown as { before(event: string, handler: (req: OperationRequest & AccessRequest) => void): void }).before('*', req => {
+      try {
+        checkAccess(req, rejects)
+      } catch (error) {
+        if (!(error instanceof PipelineError)) throw error
+        req.reject({ status: error.status, code: error.code, message: error.message })
+      }
+    })
+    srv.on('permissions', req => permissionsOf((req as OperationRequest & AccessRequest).user, contextTenant()))
     srv.on('READ', 'PipelineRunModes', () => REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })))
     srv.on('READ', 'PipelineRunTriggers', () => RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })))
     // runs with one transaction show their progress from this process's live counters

@@ -14,6 +14,7 @@ export type PipelineErrorCode =
   | 'INVALID_PARAMETER'
   | 'NOT_SUPPORTED'
   | 'LEASE_EXPIRED'
+  | 'UNAUTHORIZED'
   | 'FORBIDDEN'
   | 'SCHEMA_DRIFT'
 
@@ -28,6 +29,7 @@ const STATUS: Record<PipelineErrorCode, number> = {
   SOURCE_FAILED: 502,
   TARGET_FAILED: 500,
   LEASE_EXPIRED: 500,
+  UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   // the source no longer matches what the pipeline was built against: a source failure, like SOURCE_FAILED
   SCHEMA_DRIFT: 502,
