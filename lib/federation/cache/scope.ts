@@ -6,8 +6,8 @@
  * - the binding forwards the user's identity (`forwardAuthToken: true` in its credentials or
  *   configuration, or a BTP destination, which CAP looks up with the user's token): the remote
  *   applies that user's authorization;
- * - `$user` appears in a `where` or `@restrict` along the projection chain from the consumer
- *   entity to the remote entity: the rows asked for differ per user.
+ * - `$user` (or `$tenant`) appears in a `where` or `@restrict` along the projection chain from
+ *   the consumer entity to the remote entity: the rows asked for differ per user.
  *
  * Then both caches keep one copy per user and tenant (the tenant even with `tenantScoped:
  * false`: one user id may exist in several tenants).
@@ -40,9 +40,9 @@ function bindingReasons(info: DelegateInfo): string[] {
   return reasons
 }
 
-/** Whether a model fragment mentions `$user` (in a `ref` or an annotation's where text). */
+/** Whether a model fragment mentions `$user` or `$tenant` (in a `ref` or an annotation's where text). */
 function mentionsUser(value: unknown, seen = new WeakSet<object>(), depth = 0): boolean {
-  if (typeof value === 'string') return /\$user\b/.test(value)
+  if (typeof value === 'string') return /\$(user|tenant)\b/.test(value)
   if (!value || typeof value !== 'object' || seen.has(value) || depth > 16) return false
   seen.add(value)
   for (const [key, child] of Object.entries(value)) {

@@ -27,6 +27,7 @@ import { responseCache } from '../cache/response.js'
 import { entityCache } from '../cache/entity.js'
 import { logCacheScope } from '../cache/scope.js'
 import { publicError, withCorrelation } from '../../security/redact.js'
+import { ViewWhereError } from './where.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -180,12 +181,28 @@ async function delegatedWrite(req: Request): Promise<unknown> {
     throw new FederationRequestError(405, `'${info.entity}' is delegated read-only (@federation.delegate: { readonly: true }); ${req.event} is not allowed`)
   const crossing = crossingPayload(req.target!, req.data)
   if (crossing) throw new FederationRequestError(400, `'${crossing}' of '${info.entity}' is not stored at ${info.remoteService}; write it through its own entity`)
+  if (info.where && req.event !== 'CREATE') await assertInWhere(info, req)
   const remote = await connectRemote(info)
   try {
     return await passOn(() => remote.run(req.query))
   } finally {
     invalidateCaches(info)
   }
+}
+
+/**
+ * An update or delete through a delegate with a where touches only a row the where lets the
+ * caller read (CAP's resolution of the write drops the where as it does for reads): else 404.
+ */
+async function assertInWhere(info: DelegateInfo, req: Request): Promise<void> {
+  const q = req.query as { UPDATE?: { entity?: Select['from'] }; DELETE?: { from?: Select['from'] }; UPSERT?: unknown } | undefined
+  const target = q?.UPDATE?.entity ?? q?.DELETE?.from
+  const step = target?.ref?.length === 1 ? target.ref[0] : undefined
+  const where = typeof step === 'object' ? step.where : undefined
+  if (!where?.length || (q?.UPDATE as { where?: unknown } | undefined)?.where || (q?.DELETE as { where?: unknown } | undefined)?.where)
+    throw new FederationRequestError(400, `'${info.entity}' has a where: ${req.event} through it is allowed by key only`)
+  const found = await fetchRemote(info, { SELECT: { from: { ref: [{ id: info.entity, where }] }, one: true } })
+  if (!found.rows.length) throw new FederationRequestError(404, `No '${info.entity}' entry matches the key`)
 }
 
 /**
@@ -283,6 +300,8 @@ export function registerDelegation(): void {
     try {
       attachDelegation(service)
     } catch (error) {
+      // a delegate whose where cannot be applied is refused: never serve the rows it excludes
+      if (error instanceof ViewWhereError) throw error
       // a side path: the service keeps serving its local entities
       LOG.error(`could not attach @federation.delegate handlers to ${service.name}:`, error)
     }
