@@ -4,8 +4,9 @@
  *
  * The check is what every supported database would enforce anyway, made uniform: SQLite
  * stores a 9-character title in a `String(5)` column, PostgreSQL rejects it, HANA truncates
- * nothing either. Checked before writing, such a record is set aside with a clear message on
- * every database instead of failing (or silently passing) the write.
+ * nothing either. Checked before writing, under both modes, such a record is set aside
+ * (`skip`) or stops the run naming its key and field (`fail`) with the same message on every
+ * database, instead of failing (or silently passing) the write.
  */
 import cds from '@sap/cds'
 import { PipelineError, invalidConfig } from '../pipeline/errors.js'
