@@ -26,9 +26,10 @@ import { resolveSchemaDrift } from './config.js'
 import type { DataRecord, ResolvedPipeline, SchemaDriftSetting } from '../pipeline/types.js'
 import { watermarkFields } from '../adapters/watermark.js'
 import { connect, ql } from '../model/ql.js'
+import { assignable, family, fitsLength, fitsPrecision, sameType, typeLabel } from './shapes.js'
 import { keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../adapters/source/live-shape.js'
+import { DEFAULT_MAX_AGE, shapeOfEntity, type LiveShape } from '../adapters/source/live-shape.js'
 import type { PreparedPipeline } from './run.js'
 import { applicationHooks, replay } from './read-ahead.js'
 import { tenantKey } from './tenancy.js'
@@ -234,21 +235,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 let missingColumnLogged = false
 
-/**
- * A replay of set-aside records reads no source, so it checks nothing: it carries the drift of the
- * pipeline's previous run instead, so that the newest run row (what the API and the console show)
- * does not hide a drift the source still has.
- */
-export async function carryDriftToReplay(name: string, runId: string): Promise<void> {
-  try {
-    const db = await connect('db')
-    const previous = (await db.run(ql.SELECT.one.from(RUNS_ENTITY).columns('drift').where({ pipeline_name: name, ID: { '!=': runId } }).orderBy('startTime desc'))) as { drift?: string | null } | undefined
-    if (previous?.drift) await db.tx(tx => tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({ drift: previous.drift }).where({ ID: runId })))
-  } catch (error) {
-    LOG.debug(`could not carry schema drift to replay run ${runId}: ${(error as Error).message}`)
-  }
-}
-
 /** Writes the report to `PipelineRuns.drift` of the run (its own transaction). */
 async function recordDrift(runId: string, report: SchemaDriftReport): Promise<void> {
   try {
@@ -262,72 +248,6 @@ async function recordDrift(runId: string, report: SchemaDriftReport): Promise<vo
 
 // ---------------------------------------------------------------------------------------------
 // comparison
-
-const INTEGER_BITS: Record<string, number> = { 'cds.UInt8': 8, 'cds.Int16': 16, 'cds.Integer': 32, 'cds.Int32': 32, 'cds.Int64': 64, 'cds.Integer64': 64 }
-
-function family(type: string | undefined): string | undefined {
-  if (!type) return undefined
-  if (type in INTEGER_BITS) return 'integer'
-  switch (type) {
-    case 'cds.Decimal':
-    case 'cds.DecimalFloat':
-      return 'decimal'
-    case 'cds.Double':
-      return 'double'
-    case 'cds.String':
-    case 'cds.LargeString':
-      return 'string'
-    case 'cds.DateTime':
-    case 'cds.Timestamp':
-      return 'datetime'
-    case 'cds.Binary':
-    case 'cds.LargeBinary':
-      return 'binary'
-    default:
-      return type
-  }
-}
-
-/** Types that are the same for drift purposes (DateTime ≈ Timestamp; integers by width). */
-function sameType(a: ColumnShape, b: ColumnShape): boolean {
-  const fa = family(a.type)
-  if (fa !== family(b.type)) return false
-  return fa !== 'integer' || INTEGER_BITS[a.type!] === INTEGER_BITS[b.type!]
-}
-
-/** Whether a target column of type `to` takes every value of type `from` (sizes are judged apart). */
-function assignable(from: ColumnShape, to: ColumnShape): boolean {
-  const source = family(from.type)
-  const target = family(to.type)
-  if (!source || !target || target === 'string') return true
-  if (source === target) return source !== 'integer' || INTEGER_BITS[from.type!] <= INTEGER_BITS[to.type!]
-  if (source === 'integer') return target === 'decimal' || target === 'double'
-  if (source === 'decimal') return target === 'double'
-  if (source === 'cds.Date') return target === 'datetime'
-  return false
-}
-
-function fitsLength(from: ColumnShape, to: ColumnShape): boolean {
-  if (family(to.type) !== 'string' || family(from.type) !== 'string' || to.length === undefined) return true
-  return from.length !== undefined && from.length <= to.length
-}
-
-function fitsPrecision(from: ColumnShape, to: ColumnShape): boolean {
-  if (family(to.type) !== 'decimal' || family(from.type) !== 'decimal' || to.precision === undefined) return true
-  if (from.precision === undefined) return false
-  const fromScale = from.scale ?? 0
-  const toScale = to.scale ?? 0
-  return fromScale <= toScale && from.precision - fromScale <= to.precision - toScale
-}
-
-/** `String(100)`, `Decimal(9,2)`, `Integer`. */
-export function typeLabel(shape: ColumnShape | undefined): string {
-  if (!shape?.type) return 'unknown'
-  const name = shape.type.startsWith('cds.') ? shape.type.slice(4) : shape.type
-  if (shape.length !== undefined) return `${name}(${shape.length})`
-  if (shape.precision !== undefined) return `${name}(${shape.precision}${shape.scale !== undefined ? `,${shape.scale}` : ''})`
-  return name
-}
 
 function sourceLabel(pipeline: ResolvedPipeline): string {
   const { source, rest } = pipeline.config
@@ -372,26 +292,31 @@ export function compareShapes(prepared: PreparedPipeline, live: LiveShape, runId
         continue
       }
       if (!now.type) continue // REST: names only
-      const was = declared?.[pair.source] ?? targetShape
+      // drift is a change of the source since the imported API: a target narrower than that API
+      // is configuration (shapes.ts, logged once), and a change is breaking only where the
+      // target took the column before and no longer does
+      const baseline = declared?.[pair.source]
+      const was = baseline ?? targetShape
       const against = targetShape ? ` (target '${pair.target}' is ${typeLabel(targetShape)})` : ''
       const entry = (change: DriftKind, breaking: boolean, what: string): DriftChange => ({
         change, column: pair.source, target: pair.target, was: typeLabel(was), now: typeLabel(now), ...(targetShape ? { targetType: typeLabel(targetShape) } : {}), breaking,
         message: `column '${pair.source}'${arrow} ${what} ${typeLabel(was)} → ${typeLabel(now)}${against}`,
       })
       const typeChanged = was?.type !== undefined && !sameType(was, now)
-      const typeBreaks = targetShape ? !assignable(now, targetShape) : typeChanged
-      if (typeChanged || typeBreaks) {
+      let typeBreaks = targetShape ? !assignable(now, targetShape) : typeChanged
+      if (baseline?.type && targetShape && !assignable(baseline, targetShape) && family(baseline.type) === family(now.type)) typeBreaks = false
+      if (typeChanged || (typeBreaks && !baseline?.type)) {
         changes.push(entry('type', typeBreaks, 'changed type'))
         continue
       }
       if (family(now.type) === 'string') {
         const changed = was !== undefined && was.length !== now.length
-        const breaks = targetShape ? !fitsLength(now, targetShape) : false
-        if (changed || breaks) changes.push(entry('length', breaks, 'changed length'))
+        const breaks = targetShape ? !fitsLength(now, targetShape) && !(baseline && !fitsLength(baseline, targetShape)) : false
+        if (changed || (breaks && !baseline)) changes.push(entry('length', breaks, 'changed length'))
       } else if (family(now.type) === 'decimal') {
         const changed = was !== undefined && (was.precision !== now.precision || was.scale !== now.scale)
-        const breaks = targetShape ? !fitsPrecision(now, targetShape) : false
-        if (changed || breaks) changes.push(entry('precision', breaks, 'changed precision'))
+        const breaks = targetShape ? !fitsPrecision(now, targetShape) && !(baseline && !fitsPrecision(baseline, targetShape)) : false
+        if (changed || (breaks && !baseline)) changes.push(entry('precision', breaks, 'changed precision'))
       }
     }
     const mapped = new Set(pairs.map(pair => pair.source))

@@ -27,6 +27,7 @@ import { afterCurrentTransaction } from './after-transaction.js'
 import { checkSource } from './source-check.js'
 import { checkOverridesSize } from './limits.js'
 import { assertTenantId, invalidTenantId } from '../security/tenant-id.js'
+import { warnNarrowerTarget } from './shapes.js'
 
 /** At the latest this long after a queue task's start, its run starts even if the task's transaction has not ended. */
 const QUEUED_RUN_FALLBACK = 5000
@@ -359,7 +360,9 @@ export class PipelineRegistry {
           : deriveMapping(targetEntity, sourceEntity)
         if (mapping) source.columns = mapping.map(m => m.source)
         if (source instanceof CqnSourceAdapter && targetEntity) source.orderKeys = keyNames(targetEntity)
-        return { pipeline, source, target, mapping }
+        const prepared = { pipeline, source, target, mapping }
+        warnNarrowerTarget(prepared) // a configuration fact, said once here, never as drift
+        return prepared
       })()
       entry.prepared.catch(() => { if (entry.prepared) entry.prepared = undefined })
     }

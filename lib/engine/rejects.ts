@@ -23,7 +23,7 @@
 import cds from '@sap/cds'
 import { EVENTS, LOGGER, TRACKER_NAMESPACE } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { RecordValidator } from './validate.js'
+import { validatorOf, type RecordValidator } from './validate.js'
 import type { ResolvedOnError } from '../pipeline/types.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { sourceNameOf, type FieldMapping } from '../adapters/mapping.js'
@@ -112,7 +112,7 @@ export class RunRejects {
     this.policy = fieldPolicy(options)
     const entity = options.target.entityDefinition()
     this.keys = entity ? keyNames(entity) : []
-    this.validator = entity ? new RecordValidator(entity) : undefined
+    this.validator = entity ? validatorOf(entity) : undefined
   }
 
   private get name(): string {

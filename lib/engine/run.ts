@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { publicError, rememberCorrelation } from '../security/redact.js'
-import { carryDriftToReplay, checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
+import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
@@ -18,6 +18,7 @@ import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import { RunRejects, openRejects } from './rejects.js'
+import { validatorOf, type RecordValidator } from './validate.js'
 import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
 import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
@@ -113,10 +114,15 @@ export class PipelineRun {
     if (prepared.pipeline.onError.mode === 'skip' || request.replay) {
       this.statistics.skipped = 0
       this.rejects = new RunRejects({ ...prepared, runId: this.runId, dispatch, replay: request.replay, stamp: records => stampOrigin(records, prepared.pipeline.config.source.origin) })
+    } else {
+      // onError 'fail': the same check against the target's types; the first misfit stops the run
+      const entity = prepared.target.entityDefinition()
+      this.validator = entity ? validatorOf(entity) : undefined
     }
   }
 
   private readonly rejects?: RunRejects
+  private readonly validator?: RecordValidator
 
   get name(): string {
     return this.prepared.pipeline.name
@@ -225,10 +231,9 @@ export class PipelineRun {
     const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
     if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
-    // schema drift (README "Schema drift"): checked before anything is written (a replay of set-aside records reads no source)
-    const replay = Boolean((request as { replay?: unknown }).replay)
-    if (replay) await carryDriftToReplay(this.name, runId)
-    const records = replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
+    // schema drift (README "Schema drift"): checked before anything is written; a replay of
+    // set-aside records reads no source, so it has no drift (flowMetadata keeps the latest real one)
+    const records = request.replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
 
     const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, readStart, request.mode)
     // full and partial refreshes are atomic unless the config explicitly trades that for
@@ -265,6 +270,7 @@ export class PipelineRun {
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
           mappedRecords = records
           if (records.length) {
+            this.validator?.assertValid(records, this.name)
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
           }

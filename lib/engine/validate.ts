@@ -4,12 +4,13 @@
  *
  * The check is what every supported database would enforce anyway, made uniform: SQLite
  * stores a 9-character title in a `String(5)` column, PostgreSQL rejects it, HANA truncates
- * nothing either. Checked before writing, such a record is set aside with a clear message on
- * every database instead of failing (or silently passing) the write.
+ * nothing either. Checked before writing, under both modes, such a record is set aside
+ * (`skip`) or stops the run naming its key and field (`fail`) with the same message on every
+ * database, instead of failing (or silently passing) the write.
  */
 import cds from '@sap/cds'
-import { invalidConfig } from '../pipeline/errors.js'
-import { currentModel, type CsnElement, type CsnEntity } from '../model/csn.js'
+import { PipelineError, invalidConfig } from '../pipeline/errors.js'
+import { currentModel, keyNames, type CsnElement, type CsnEntity } from '../model/csn.js'
 import type { ResolvedOnError } from '../pipeline/types.js'
 
 const PERCENT = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/
@@ -54,6 +55,19 @@ interface TypeFacts {
   length?: number
   precision?: number
   scale?: number
+  enum?: Record<string, { val?: unknown } | undefined>
+}
+
+/** Why a value does not fit, or undefined; compiled once per element (no work for what the type does not restrict). */
+type Check = (value: unknown) => string | undefined
+
+interface ElementCheck {
+  name: string
+  key: boolean
+  /** Null is refused: declared not null without a default. */
+  refusesNull: boolean
+  uuid: boolean
+  check: Check
 }
 
 const INTEGER_RANGE: Record<string, [bigint, bigint]> = {
@@ -72,37 +86,76 @@ const TIME_TEXT = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/
 
 /**
  * Checks mapped records against an entity's elements: keys present, not-null elements without
- * default not null, values of the element's CDS type (integer ranges, Decimal(p,s) integer
- * digits, String(n) length in characters, dates and times, UUID length, booleans). Fields the
- * entity does not have, associations and structured elements are left to the database.
+ * default not null, values of the element's CDS type (integer ranges, Decimal(p,s) integer and
+ * fractional digits, String(n) length in characters, enum values, dates and times, UUID length,
+ * booleans). Fields the entity does not have, associations and structured elements are left to
+ * the database. The one check of both `onError` modes: `skip` sets a failing record aside,
+ * `fail` stops the run with {@link RecordValidator.assertValid}.
  */
 export class RecordValidator {
-  private readonly checks: Array<{ name: string; element: CsnElement; facts: TypeFacts }>
+  private readonly checks: ElementCheck[]
+  private readonly keys: string[]
+  private readonly entity: string
 
   constructor(entity: CsnEntity) {
+    this.entity = entity.name
     this.checks = Object.entries(entity.elements)
       .filter(([, element]) => !element.virtual && !element.isAssociation && !element.target && !element.elements && element.value === undefined)
-      .map(([name, element]) => ({ name, element, facts: typeFacts(element) }))
+      .map(([name, element]) => {
+        const facts = typeFacts(element)
+        return {
+          name, key: Boolean(element.key), uuid: facts.type === 'cds.UUID', check: compile(facts),
+          refusesNull: Boolean(element.notNull) && (element as { default?: unknown }).default === undefined,
+        }
+      })
+    this.keys = keyNames(entity)
   }
 
   /** The first problem of a record, or undefined when it fits. */
   check(record: Record<string, unknown>): RecordProblem | undefined {
-    for (const { name, element, facts } of this.checks) {
+    for (const { name, key, refusesNull, uuid, check } of this.checks) {
       const value = record[name]
       if (value === undefined || value === null) {
-        if (element.key && facts.type !== 'cds.UUID') return { element: name, message: `key element '${name}' is missing` }
-        if (value === null && element.notNull && (element as { default?: unknown }).default === undefined)
-          return { element: name, message: `'${name}' is null but declared not null` }
+        if (key && !uuid) return { element: name, message: `key element '${name}' is missing` }
+        if (value === null && refusesNull) return { element: name, message: `'${name}' is null but declared not null` }
         continue
       }
-      const problem = checkValue(value, facts)
+      const problem = check(value)
       if (problem) return { element: name, message: `'${name}': ${problem}` }
     }
     return undefined
   }
+
+  /**
+   * `onError: 'fail'`: throws at the first record that does not fit, naming the record's key and
+   * the element, before anything of the batch is written (the run's transaction then rolls back).
+   */
+  assertValid(records: Array<Record<string, unknown>>, pipeline: string): void {
+    for (const record of records) {
+      const problem = this.check(record)
+      if (!problem) continue
+      const key = this.keys.length ? JSON.stringify(Object.fromEntries(this.keys.map(k => [k, plainKey(record[k])]))) : '(no key)'
+      throw new PipelineError('TARGET_FAILED',
+        `Pipeline '${pipeline}': record ${key} does not fit target '${this.entity}': ${problem.message} (onError 'fail': the run stops; use onError 'skip' to set such records aside)`,
+        { target: problem.element })
+    }
+  }
 }
 
-/** Type, length, precision and scale of an element, following derived types. */
+const validators = new WeakMap<CsnEntity, RecordValidator>()
+
+/** The validator of an entity, compiled once per entity definition (a tenant's extended model has its own). */
+export function validatorOf(entity: CsnEntity): RecordValidator {
+  let validator = validators.get(entity)
+  if (!validator) validators.set(entity, validator = new RecordValidator(entity))
+  return validator
+}
+
+function plainKey(value: unknown): unknown {
+  return typeof value === 'bigint' ? String(value) : value ?? null
+}
+
+/** Type, length, precision, scale and enum of an element, following derived types. */
 function typeFacts(element: CsnElement): TypeFacts {
   const facts: TypeFacts = {}
   const definitions = currentModel()?.definitions as Record<string, TypeFacts | undefined> | undefined
@@ -111,6 +164,7 @@ function typeFacts(element: CsnElement): TypeFacts {
     facts.length ??= current.length
     facts.precision ??= current.precision
     facts.scale ??= current.scale
+    facts.enum ??= current.enum
     const type: string | undefined = current.type
     if (!type || type.startsWith('cds.')) {
       facts.type = type
@@ -132,50 +186,101 @@ function describe(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}…` : text
 }
 
-/** Why a value does not fit the type, or undefined. */
-function checkValue(value: unknown, { type, length, precision, scale }: TypeFacts): string | undefined {
+/** The check of a type: the type's own, then its enum values. */
+function compile(facts: TypeFacts): Check {
+  const base = compileType(facts)
+  if (!facts.enum) return base
+  // `enum { open; closed }` stores the names, `enum { low = 1 }` the values; compared as text ('1' is 1)
+  const allowed = new Set(Object.entries(facts.enum).map(([name, entry]) => String(entry?.val ?? name)))
+  const list = [...allowed].map(v => `'${v}'`).join(', ')
+  return value => base(value) ?? (allowed.has(String(value)) ? undefined : `${describe(value)} is not one of the enum values ${list}`)
+}
+
+function compileType({ type, length, precision, scale }: TypeFacts): Check {
   switch (type) {
     case 'cds.String':
-    case 'cds.LargeString': {
-      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return `${describe(value)} is not a string`
-      const characters = codePoints(String(value))
-      if (type === 'cds.String' && length !== undefined && characters > length) return `${characters} characters exceed String(${length})`
-      return undefined
-    }
+    case 'cds.LargeString':
+      return value => {
+        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return `${describe(value)} is not a string`
+        if (type !== 'cds.String' || length === undefined) return undefined
+        const text = typeof value === 'string' ? value : String(value)
+        if (text.length <= length) return undefined // UTF-16 units never undercount code points
+        const characters = codePoints(text)
+        return characters > length ? `${characters} characters exceed String(${length})` : undefined
+      }
     case 'cds.UUID':
-      return typeof value === 'string' && value.length <= 36 ? undefined : `${describe(value)} is not a UUID`
+      return value => typeof value === 'string' && value.length <= 36 ? undefined : `${describe(value)} is not a UUID`
     case 'cds.Boolean':
-      return typeof value === 'boolean' || value === 0 || value === 1 || value === 'true' || value === 'false' ? undefined : `${describe(value)} is not a Boolean`
+      return value => typeof value === 'boolean' || value === 0 || value === 1 || value === 'true' || value === 'false' ? undefined : `${describe(value)} is not a Boolean`
     case 'cds.Double':
-      return (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && NUMBER_TEXT.test(value)) ? undefined : `${describe(value)} is not a number`
+      return value => (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && NUMBER_TEXT.test(value)) ? undefined : `${describe(value)} is not a number`
     case 'cds.Decimal':
-    case 'cds.DecimalFloat': {
-      const number = typeof value === 'number' ? value : typeof value === 'string' && NUMBER_TEXT.test(value) ? Number(value) : Number.NaN
-      if (!Number.isFinite(number)) return `${describe(value)} is not a decimal number`
-      if (precision === undefined) return undefined
-      const digits = Math.abs(number) < 1 ? 0 : String(Math.trunc(Math.abs(number))).replace(/e.*$/, '').length
-      const allowed = precision - (scale ?? 0)
-      return digits > allowed ? `${describe(value)} exceeds Decimal(${precision}, ${scale ?? 0}) (${allowed} integer digits)` : undefined
-    }
+    case 'cds.DecimalFloat':
+      return decimalCheck(precision, scale)
     case 'cds.Date':
-      return validDate(value) ? undefined : `${describe(value)} is not a Date (YYYY-MM-DD)`
-    case 'cds.Time': {
-      const match = typeof value === 'string' ? TIME_TEXT.exec(value) : null
-      return match && Number(match[1]) <= 23 && Number(match[2]) <= 59 && Number(match[3] ?? 0) <= 59 ? undefined : `${describe(value)} is not a Time (hh:mm:ss)`
-    }
+      return value => validDate(value) ? undefined : `${describe(value)} is not a Date (YYYY-MM-DD)`
+    case 'cds.Time':
+      return value => {
+        const match = typeof value === 'string' ? TIME_TEXT.exec(value) : null
+        return match && Number(match[1]) <= 23 && Number(match[2]) <= 59 && Number(match[3] ?? 0) <= 59 ? undefined : `${describe(value)} is not a Time (hh:mm:ss)`
+      }
     case 'cds.DateTime':
     case 'cds.Timestamp':
-      return validDate(value) && (value instanceof Date || !Number.isNaN(Date.parse(value as string))) ? undefined : `${describe(value)} is not a ${type.slice(4)} (ISO 8601)`
+      return value => validDate(value) && (value instanceof Date || !Number.isNaN(Date.parse(value as string))) ? undefined : `${describe(value)} is not a ${type.slice(4)} (ISO 8601)`
     default: {
       const range = type ? INTEGER_RANGE[type] : undefined
-      if (!range || !type) return undefined
-      const integer = typeof value === 'number' && Number.isInteger(value) ? BigInt(value)
-        : typeof value === 'string' && INTEGER_TEXT.test(value) ? BigInt(value)
-          : typeof value === 'bigint' ? value : undefined
-      if (integer === undefined) return `${describe(value)} is not an integer (${type.slice(4)})`
-      return integer < range[0] || integer > range[1] ? `${describe(value)} is out of range for ${type.slice(4)}` : undefined
+      if (!range || !type) return () => undefined
+      const name = type.slice(4)
+      const [low, high] = [Number(range[0]), Number(range[1])]
+      return value => {
+        // the common case without BigInt: a safe integer well inside the range
+        if (typeof value === 'number' && Number.isSafeInteger(value) && value >= low && value <= high) return undefined
+        const integer = typeof value === 'number' && Number.isInteger(value) ? BigInt(value)
+          : typeof value === 'string' && INTEGER_TEXT.test(value) ? BigInt(value)
+            : typeof value === 'bigint' ? value : undefined
+        if (integer === undefined) return `${describe(value)} is not an integer (${name})`
+        return integer < range[0] || integer > range[1] ? `${describe(value)} is out of range for ${name}` : undefined
+      }
     }
   }
+}
+
+/**
+ * Decimal(p, s): at most p − s integer digits and s decimal places. PostgreSQL and HANA round
+ * surplus decimal places while SQLite keeps them; refusing them makes every database store the same.
+ */
+function decimalCheck(precision: number | undefined, scale: number | undefined): Check {
+  const places = scale ?? 0
+  const integerDigits = precision === undefined ? undefined : precision - places
+  const bound = integerDigits === undefined ? Infinity : 10 ** integerDigits
+  return value => {
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return `${describe(value)} is not a decimal number`
+      if (precision === undefined) return undefined
+      if (Number.isInteger(value) && Math.abs(value) < bound) return undefined
+    } else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
+    else if (precision === undefined) return undefined
+    const digits = decimalDigits(typeof value === 'number' ? String(value) : value)
+    if (digits.integer > integerDigits!) return `${describe(value)} exceeds Decimal(${precision}, ${places}) (${integerDigits} integer digits)`
+    if (digits.fraction > places) return `${describe(value)} has ${digits.fraction} decimal places, Decimal(${precision}, ${places}) allows ${places}`
+    return undefined
+  }
+}
+
+/** Significant integer and fractional digits of decimal text (`'-0.050'` → 0, 2; `'1e21'` → 22, 0). */
+export function decimalDigits(text: string): { integer: number; fraction: number } {
+  const match = /^[+-]?(\d*)\.?(\d*)(?:[eE]([+-]?\d+))?$/.exec(text)
+  if (!match) return { integer: 0, fraction: 0 }
+  let digits = match[1] + match[2]
+  let point = match[1].length + Number(match[3] ?? 0)
+  let start = 0
+  while (start < digits.length && digits[start] === '0') start++
+  point -= start
+  let end = digits.length
+  while (end > start && digits[end - 1] === '0') end--
+  digits = digits.slice(start, end)
+  if (!digits) return { integer: 0, fraction: 0 }
+  return { integer: Math.max(0, point), fraction: Math.max(0, digits.length - point) }
 }
 
 /** Characters as PostgreSQL and HANA count them in a VARCHAR(n): code points (a surrogate pair is one). */
@@ -202,5 +307,5 @@ export function comparisonProblem(element: CsnElement, value: unknown): string |
   const facts = typeFacts(element)
   if (facts.type === 'cds.UUID') return typeof value === 'string' && UUID_TEXT.test(value) ? undefined : `${describe(value)} is not a UUID`
   if (facts.type === 'cds.Boolean') return typeof value === 'boolean' || value === 'true' || value === 'false' ? undefined : `${describe(value)} is not a Boolean (true or false)`
-  return checkValue(value, { type: facts.type })
+  return compileType({ type: facts.type })(value)
 }

@@ -26,6 +26,7 @@ const require = createRequire(import.meta.url)
 const dist = {
   get metadata() { return require(path.join(ROOT, 'dist/lib/management/metadata.js')) as typeof import('../../lib/management/metadata') },
   get liveShape() { return require(path.join(ROOT, 'dist/lib/adapters/source/live-shape.js')) as typeof import('../../lib/adapters/source/live-shape') },
+  get replay() { return require(path.join(ROOT, 'dist/lib/engine/replay.js')) as typeof import('../../lib/engine/replay') },
 }
 const forgetLiveDocument = (prefix: string) => dist.liveShape.forgetLiveDocument(prefix)
 
@@ -167,6 +168,26 @@ describe('schema drift: OData V4', () => {
     const run = await execute('drift-added')
     expect(run.value).toMatchObject({ status: 'completed', statistics: { created: 3 } })
     expect(run.row.drift).toMatchObject({ breaking: false, changes: [{ change: 'added', column: 'isbn', now: 'String(13)', breaking: false }] })
+  })
+
+  test('a replay of rejects reads no source, so it carries no drift: its run row has none; flowMetadata keeps the latest real drift', async () => {
+    await deploy('original', 5, T0)
+    await engine.addPipeline({ name: 'drift-replay', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.DriftReplay' }, onError: 'skip', schemaDrift: { maxAge: 0 } })
+    let broken = true
+    engine.before('PIPELINE.MAP', 'drift-replay', function failOnBook2(req: { data: { sourceRecords: Array<{ ID: number }> } }) {
+      if (broken && req.data.sourceRecords.some(r => r.ID === 2)) throw new Error('cannot map book 2')
+    })
+    expect((await execute('drift-replay')).value).toMatchObject({ status: 'completed', statistics: { skipped: 1 } })
+    await deploy('changed', 5, T1)
+    const drifted = await execute('drift-replay')
+    expect(drifted.value).toMatchObject({ status: 'completed', statistics: { skipped: 1 } })
+    expect(drifted.row.drift).toMatchObject({ runId: drifted.runId, breaking: true })
+
+    broken = false
+    const replay = await dist.replay.replayRejects(engine as never, 'drift-replay')
+    expect(replay).toMatchObject({ status: 'completed', statistics: { skipped: 0 } })
+    expect((await runRow(replay.runId)).drift).toBeNull()
+    expect(flow('drift-replay').drift).toMatchObject({ runId: drifted.runId, breaking: true })
   })
 
   test('ignore: nothing is checked or recorded — the changed provider is then only discovered by the failing read', async () => {

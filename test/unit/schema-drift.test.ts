@@ -4,6 +4,7 @@
  */
 import { parseEdmx, entityOfCsn, type LiveShape } from '../../lib/adapters/source/live-shape'
 import { compareShapes } from '../../lib/engine/drift'
+import { narrowerTarget } from '../../lib/engine/shapes'
 import { resolveSchemaDrift } from '../../lib/engine/config'
 import type { PreparedPipeline } from '../../lib/engine/run'
 import type { CsnEntity } from '../../lib/model/csn'
@@ -102,6 +103,19 @@ describe('compareShapes', () => {
     const report = compareShapes(prepared(imported), live({ ...same, qty: { type: 'cds.Int64' }, code: { type: 'cds.String' }, amount: { type: 'cds.Decimal', precision: 9, scale: 4 } }), 'r', 'warn')
     expect(summary(report)).toEqual(['qty:type!', 'code:length!', 'amount:precision!'])
     expect(summary(compareShapes(prepared(imported), live({ ...same, qty: { type: 'cds.String', length: 5 } }), 'r', 'warn'))).toEqual(['qty:type!'])
+  })
+
+  test('a target narrower than the imported API is configuration, not drift; a change of the source still is', () => {
+    const narrow = entity('my.Orders', { ID: { key: true, type: 'cds.Integer' }, qty: { type: 'cds.Int16' }, code: { type: 'cds.String', length: 3 }, amount: { type: 'cds.Decimal', precision: 5, scale: 1 }, at: { type: 'cds.Timestamp' } })
+    expect(compareShapes(prepared(narrow), live(same), 'r', 'fail')).toBeUndefined()
+    expect(narrowerTarget(prepared(narrow)).map(n => `${n.column}: ${n.source} into ${n.targetType}`)).toEqual(['qty: Integer into Int16', 'code: String(10) into String(3)', 'amount: Decimal(9,2) into Decimal(5,1)'])
+    expect(narrowerTarget(prepared(imported))).toEqual([])
+    // the source changes: reported, but not breaking where the target already could not take the column
+    const report = compareShapes(prepared(narrow), live({ ...same, qty: { type: 'cds.Int64' }, code: { type: 'cds.String', length: 20 }, amount: { type: 'cds.Decimal', precision: 12, scale: 2 } }), 'r', 'fail')
+    expect(summary(report)).toEqual(['qty:type', 'code:length', 'amount:precision'])
+    // a change the target took before and no longer does is breaking
+    const wide = entity('my.Orders', { ID: { key: true, type: 'cds.Integer' }, qty: { type: 'cds.Int16' }, code: { type: 'cds.String', length: 10 }, at: { type: 'cds.Timestamp' } })
+    expect(summary(compareShapes(prepared(wide), live({ ...same, code: { type: 'cds.String', length: 20 }, qty: { type: 'cds.String', length: 5 } }), 'r', 'fail'))).toEqual(['qty:type!', 'code:length!'])
   })
 
   test('a removed key or watermark column is fatal; a removed entity too; new columns are informational', () => {

@@ -2,7 +2,7 @@
  * onError settings and the check of mapped records against the target's CDS types
  * (lib/engine/validate.ts): what each type accepts and the message naming the element.
  */
-import { RecordValidator, resolveOnError } from '../../lib/engine/validate'
+import { RecordValidator, decimalDigits, resolveOnError } from '../../lib/engine/validate'
 import type { CsnEntity } from '../../lib/model/csn'
 
 describe('resolveOnError', () => {
@@ -42,6 +42,8 @@ describe('RecordValidator', () => {
       uuid: { type: 'cds.UUID' },
       required: { type: 'cds.String', length: 10, notNull: true },
       defaulted: { type: 'cds.String', length: 10, notNull: true, default: { val: 'x' } },
+      status: { type: 'cds.String', length: 10, enum: { open: {}, closed: { val: 'C' } } },
+      level: { type: 'cds.Integer', enum: { low: { val: 1 }, high: { val: 2 } } },
       parent: { type: 'cds.Association', target: 'P', isAssociation: true },
     },
   } as unknown as CsnEntity
@@ -54,7 +56,9 @@ describe('RecordValidator', () => {
       day: '2024-02-29', time: '23:59:59', at: '2026-01-01T00:00:00.000Z', uuid: '0f8fad5b-d9cb-469f-a165-70867728950e', defaulted: null, parent: { x: 1 },
     })).toBeUndefined()
     expect(check({ code: '😀😀😀' })).toBeUndefined() // three characters (code points), as the database counts them
-    expect(check({ amount: -999.994, flag: 1, at: new Date() })).toBeUndefined()
+    expect(check({ amount: -999.99, flag: 1, at: new Date() })).toBeUndefined()
+    expect(check({ amount: '-0.050', status: 'open', level: '2' })).toBeUndefined() // trailing zeros are no decimal places; enum values as text
+    expect(check({ amount: 12.5, status: 'C', level: 1 })).toBeUndefined()
   })
 
   test.each([
@@ -68,6 +72,10 @@ describe('RecordValidator', () => {
     [{ tiny: -1 }, "'tiny': -1 is out of range for UInt8"],
     [{ amount: '1000' }, "'amount': '1000' exceeds Decimal(5, 2) (3 integer digits)"],
     [{ amount: 'abc' }, "'amount': 'abc' is not a decimal number"],
+    [{ amount: -999.994 }, "'amount': -999.994 has 3 decimal places, Decimal(5, 2) allows 2"],
+    [{ amount: 1e21 }, "'amount': 1e+21 exceeds Decimal(5, 2) (3 integer digits)"],
+    [{ status: 'closed' }, "'status': 'closed' is not one of the enum values 'open', 'C'"],
+    [{ level: 3 }, "'level': 3 is not one of the enum values '1', '2'"],
     [{ ratio: Number.NaN }, "'ratio': NaN is not a number"],
     [{ flag: 'yes' }, "'flag': 'yes' is not a Boolean"],
     [{ day: '2023-02-29' }, "'day': '2023-02-29' is not a Date (YYYY-MM-DD)"],
@@ -76,5 +84,23 @@ describe('RecordValidator', () => {
     [{ uuid: 'x'.repeat(37) }, `'uuid': '${'x'.repeat(37)}' is not a UUID`],
   ])('%j → %s', (record, message) => {
     expect(check(record)).toBe(message)
+  })
+})
+
+describe('decimalDigits', () => {
+  test.each([
+    ['0', 0, 0], ['123.45', 3, 2], ['-0.050', 0, 2], ['007.100', 1, 1], ['1e21', 22, 0], ['1.5e-7', 0, 8], ['12.34e1', 3, 1], ['.5', 0, 1],
+  ])('%s → %i integer, %i decimal places', (text, integer, fraction) => {
+    expect(decimalDigits(text)).toEqual({ integer, fraction })
+  })
+})
+
+describe("RecordValidator.assertValid (onError 'fail')", () => {
+  test('throws at the first misfit, naming the key and the element', () => {
+    const validator = new RecordValidator({ name: 'my.T', elements: { ID: { type: 'cds.Integer', key: true }, code: { type: 'cds.String', length: 3 } } } as unknown as CsnEntity)
+    expect(() => validator.assertValid([{ ID: 1, code: 'abc' }], 'p')).not.toThrow()
+    expect(() => validator.assertValid([{ ID: 1, code: 'abc' }, { ID: 2, code: 'abcd' }], 'p')).toThrow(expect.objectContaining({
+      code: 'TARGET_FAILED', target: 'code', message: expect.stringContaining(`Pipeline 'p': record {"ID":2} does not fit target 'my.T': 'code': 4 characters exceed String(3)`),
+    }))
   })
 })
