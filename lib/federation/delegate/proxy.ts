@@ -265,7 +265,7 @@ export function attachDelegation(srv: ApplicationService): { delegated: string[]
     }
   }
   // a draft-enabled local entity is read as its drafts too (a Fiori object page in edit mode)
-  for (const name of [...local]) {
+  for (const name of local) {
     const drafts = (entityNamed(name) as { drafts?: { name?: string } } | undefined)?.drafts?.name
     if (drafts && entityNamed(drafts)) local.add(drafts)
   }
