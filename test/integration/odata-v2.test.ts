@@ -42,6 +42,9 @@ describe('OData V2 source → database target', () => {
     let before = await requestCount()
     const first = await run('v2-books')
     expect(first).toMatchObject({ status: 'completed', statistics: { created: 20, updated: 0, deleted: 0 } })
+    // progress: the V2 `__count` (a string on the wire) is the run's expected total (issue 22)
+    const progress = (await ql.SELECT.one.from('plugin.data_pipeline.PipelineRuns').columns('expected', 'processed').where({ ID: first.runId })) as { expected: unknown; processed: unknown }
+    expect([Number(progress.expected), Number(progress.processed)]).toEqual([20, 20])
     const rows = await rowsOf('consumer.BooksV2')
     expect(rows).toHaveLength(20)
     expect(rows[0]).toEqual({ ID: 1, name: 'Book 1', author: 'Author 1', stock: 1, modifiedAt: T0, changedDate: '2026-01-01', changedTime: '08:00:00' })

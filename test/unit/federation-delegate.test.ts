@@ -6,7 +6,8 @@ import { and, chunk, distinctTuples, keyPredicate, tupleId } from '../../lib/fed
 import { joinPairs, type LinkedElement, type LinkedEntity } from '../../lib/federation/delegate/model'
 import { ResponseCache } from '../../lib/federation/cache/response'
 import type { DelegateInfo } from '../../lib/federation/delegate/model'
-import type { RemoteResult } from '../../lib/federation/delegate/remote'
+import { countOf, type RemoteResult } from '../../lib/federation/delegate/remote'
+import { flatSelect } from '../../lib/federation/delegate/query'
 
 describe('key predicates', () => {
   test('one key element: = for one value, in for several', () => {
@@ -92,5 +93,24 @@ describe('response cache', () => {
     expect(cache.size).toBe(1)
     cache.invalidate(info, options)
     expect(cache.size).toBe(0)
+  })
+})
+
+describe('copies of derived queries and remote counts (issue 22)', () => {
+  test('a copy of a cds.ql clone keeps the options it inherits (CAP\'s draft handling derives every query)', async () => {
+    const cds = (await import('@sap/cds')).default
+    const original = cds.ql.SELECT.from('S.Customers').where({ ID: { '<=': 3 } }).orderBy('name desc').limit(3, 2)
+    ;(original.SELECT as { count?: boolean }).count = true
+    const derived = cds.ql.clone(original) as unknown as { SELECT: Record<string, unknown> }
+    derived.SELECT.columns = [{ ref: ['ID'] }]
+    expect({ ...derived.SELECT }.where).toBeUndefined() // what a spread keeps
+    const copy = flatSelect(derived.SELECT)
+    expect(Object.keys(copy).sort()).toEqual(['columns', 'count', 'from', 'limit', 'orderBy', 'where'])
+    expect(copy.limit).toEqual({ rows: { val: 3 }, offset: { val: 2 } })
+  })
+
+  test('a remote $count: numbers, and the numeric strings of OData V2', () => {
+    expect([countOf(3), countOf('3'), countOf(' 12 '), countOf(0), countOf('0')]).toEqual([3, 3, 12, 0, 0])
+    expect([countOf(undefined), countOf(null), countOf('x'), countOf('-1'), countOf(Number.NaN)]).toEqual([undefined, undefined, undefined, undefined, undefined])
   })
 })

@@ -115,6 +115,25 @@ describe('imported APIs as cds import writes them', () => {
     expect(replica.config).toMatchObject({ source: { service: 'Provider', entity: 'Books' }, target: { entity: 'ConsumerService.Books' }, delta: { field: 'modifiedAt' }, schedule: 60000 })
   })
 
+  test('every option @federation.replicate accepts (README "Federation: replicate"): delta mode, field pairs, soft deletes, settle', async () => {
+    const csn = await compile(`${usingImports}
+      @federation.replicate: { schedule: '10m', preload: { wait: true }, delta: { mode: 'datetime-fields', dateField: 'changedOn', timeField: 'changedAt', settle: '5m' } }
+      entity Pairs as projection on v2.Books { key ID, title, changedDate as changedOn, changedTime as changedAt };
+      @federation.replicate: { delta: { mode: 'key', field: 'ID' } }
+      entity ByKey as projection on ext.Books { key ID, title };
+      @federation.replicate: { delta: { field: 'changed', deletedField: 'isDeleted', deletedAction: 'flag' } }
+      entity Soft as projection on ext.Items { key ID, name, isDeleted, modifiedAt as changed };
+      @federation.replicate: { mode: 'full' }
+      entity Unknown as projection on ext.Books { key ID };`)
+    annotations().enhanceModel(csn as never)
+    const config = (name: string) => replicate().replicaOf(name, csn as never).config
+    expect(config('Pairs')).toMatchObject({ schedule: '10m', delta: { mode: 'datetime-fields', dateField: 'changedDate', timeField: 'changedTime', settle: '5m' } })
+    expect(replicate().replicaOf('Pairs', csn as never).preload).toBe('wait')
+    expect(config('ByKey').delta).toEqual({ mode: 'key', field: 'ID' })
+    expect(config('Soft').delta).toEqual({ field: 'modifiedAt', deletedField: 'isDeleted', deletedAction: 'flag' })
+    expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta")
+  })
+
   test('delegate inside a service: no storage, for the projection and views on it', async () => {
     const csn = await compile(`${usingImports}
       service ConsumerService { @federation.delegate entity LiveBooks as projection on ext.Books { key ID, title }; }

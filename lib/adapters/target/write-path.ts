@@ -36,20 +36,36 @@ const SCALAR_TYPES = new Set([
   'cds.Integer64', 'cds.Decimal', 'cds.DecimalFloat', 'cds.Double', 'cds.Date', 'cds.Time', 'cds.DateTime', 'cds.Timestamp',
 ])
 
-const WRITERS: Record<string, new (service: SqlService, entity: CsnEntity) => PreparedWriter> = {
-  sqlite: SqliteWriter,
-  'better-sqlite': SqliteWriter,
-  postgres: PostgresWriter,
-}
+/**
+ * The databases the prepared writers are proven on (every fast-write test runs on both):
+ * SQLite and PostgreSQL, told by CAP's service class — the configured kind alone is ambiguous
+ * (`sql` is SQLite in development and HANA in production; a custom `impl` may carry any kind).
+ * Everything else, SAP HANA included, writes through CAP's path.
+ */
+const DIALECTS: Array<{ service: string; dialect: string; Writer: new (service: SqlService, entity: CsnEntity) => PreparedWriter }> = [
+  { service: 'SQLiteService', dialect: 'sqlite', Writer: SqliteWriter },
+  { service: 'PostgresService', dialect: 'postgres', Writer: PostgresWriter },
+]
 
 const cap = (reason: string): WritePath => ({ kind: 'cap', reason })
 
+/** The proven dialect of a database service: by its class (or a subclass of it), or undefined. */
+export function provenDialect(service: object): (typeof DIALECTS)[number] | undefined {
+  for (let proto = Object.getPrototypeOf(service) as object | null; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+    const name = (proto as { constructor?: { name?: string } }).constructor?.name
+    const found = DIALECTS.find(d => d.service === name)
+    if (found) return found
+  }
+  return undefined
+}
+
 export function chooseWritePath(service: unknown, entityName: string): WritePath {
-  const db = service as SqlService & { isDatabaseService?: boolean; handlers?: Handlers; options?: { kind?: string; dialect?: string } }
+  const db = service as SqlService & { isDatabaseService?: boolean; handlers?: Handlers; options?: { kind?: string } }
   if (!db?.isDatabaseService) return cap('the target service is not a database service')
-  const kind = db.options?.dialect ?? db.kind ?? db.options?.kind ?? ''
-  const Writer = WRITERS[kind]
-  if (!Writer) return cap(`no prepared writer for database kind '${kind}'`)
+  const kind = db.kind ?? db.options?.kind ?? '?'
+  const proven = provenDialect(db)
+  if (!proven) return cap(`no prepared writer for database kind '${kind}' (${db.constructor?.name ?? '?'}): the fast path is proven on SQLite and PostgreSQL only`)
+  const { dialect, Writer } = proven
   const entity = db.model?.definitions[entityName] as (CsnEntity & Record<string, unknown>) | undefined
   if (!entity) return cap('the entity is not in the database service\'s model')
   if ((entity.query || entity.projection) && !entity['@cds.persistence.table']) return cap('the entity is a view, not a table')
@@ -63,7 +79,7 @@ export function chooseWritePath(service: unknown, entityName: string): WritePath
   const handler = applicationHandler(db, entityName)
   if (handler) return cap(`the database service has a handler for ${handler} of this entity`)
   try {
-    return { kind: 'prepared', reason: `plain table on ${kind}`, writer: new Writer(db, entity) }
+    return { kind: 'prepared', reason: `plain table on ${dialect}`, writer: new Writer(db, entity) }
   } catch (error) {
     return cap(`prepared statements could not be rendered: ${(error as Error).message}`)
   }

@@ -22,6 +22,7 @@ import { odataLiteral } from '../../adapters/predicate.js'
 import { statusOf } from '../../adapters/retry.js'
 import { INTEGER_TYPES, builtinType, type CsnElement } from '../../model/csn.js'
 import { chunk, delegateSettings, type Token } from './keys.js'
+import { flatSelect } from './query.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -216,7 +217,7 @@ async function inListRead(remote: InListRemote, req: RemoteRequest, next: () => 
     if (literal === undefined) return next()
     literals.push(literal)
   }
-  let path = addFilter(urlOf(remote, { ...select, where: split.rest }), inListFilter(split.field, literals))
+  let path = addFilter(urlOf(remote, { ...flatSelect(select), where: split.rest }), inListFilter(split.field, literals))
   // the list is on the target's only key: at most one row per value. Saying so (`$top`) spares
   // the provider's next link, and the request for an empty next page, when the rows fill its page size.
   if (!select.limit && soleKey(req.target) === split.field) path += `&$top=${split.values.length}`
@@ -234,7 +235,7 @@ async function inListRead(remote: InListRemote, req: RemoteRequest, next: () => 
       const rows: unknown[] = []
       for (const part of chunk(split.values, keyChunkSize)) {
         // each chunk with its server-driven pages (no row of a chunk is left behind)
-        let path: string | undefined = urlOf(remote, { ...select, where: split.withList(part) })
+        let path: string | undefined = urlOf(remote, { ...flatSelect(select), where: split.withList(part) })
         while (path) {
           const page = await get(remote, path, req)
           rows.push(...asArray(page))

@@ -10,6 +10,7 @@ import { entityNamed, fenced, isAssociationElement, joinPairs, sideOf, targetOf,
 import { and, distinctTuples, keyPredicate, type Token } from './keys.js'
 import { FederationRequestError, stepName, type QueryRunner } from './expand.js'
 import type { Row } from './remote.js'
+import { flatSelect } from './query.js'
 
 type Step = string | { id: string; where?: Token[]; [k: string]: unknown }
 
@@ -66,5 +67,5 @@ export async function resolveNavigation(srv: QueryRunner, select: NavigationSele
     where = and(keyPredicate(pairs.map(p => p.target), tuples), filterOf(ref[i]))
   }
   const target = entities[entities.length - 1]
-  return { ...select, from: { ref: [target.name] }, where: and(where, select.where) }
+  return { ...flatSelect(select), from: { ref: [target.name] }, where: and(where, select.where) }
 }

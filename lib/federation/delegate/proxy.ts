@@ -264,6 +264,11 @@ export function attachDelegation(srv: ApplicationService): { delegated: string[]
       if (sideOf(target) === 'local' && target.name.startsWith(`${srv.name}.`)) local.add(target.name)
     }
   }
+  // a draft-enabled local entity is read as its drafts too (a Fiori object page in edit mode)
+  for (const name of local) {
+    const drafts = (entityNamed(name) as { drafts?: { name?: string } } | undefined)?.drafts?.name
+    if (drafts && entityNamed(drafts)) local.add(drafts)
+  }
   if (!delegated.length && !local.size) return { delegated, local: [] }
 
   const onRead = async (req: Request, next: Next) => {

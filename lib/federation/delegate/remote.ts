@@ -13,6 +13,7 @@ import { prepareHcqlService } from '../../adapters/source/hcql.js'
 import { nativeFetch } from './client.js'
 import { withInList } from './inlist.js'
 import { matchesNoRow, resolveViewWhere, withViewWhere } from './where.js'
+import { flatSelect } from './query.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -80,6 +81,13 @@ interface SelectQuery {
   }
 }
 
+/** A remote `$count`: a number, or the numeric string CAP's OData V2 client passes on from `__count`. */
+export function countOf(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined
+  if (typeof value === 'string' && /^\d+$/.test(value.trim())) return Number(value)
+  return undefined
+}
+
 /** The next page's path relative to the remote service root, or undefined. */
 function nextPath(result: unknown, remote: RemoteService, info: DelegateInfo): string | undefined {
   const link = (result as { $nextLink?: string; $next?: string } | undefined)?.$nextLink ?? (result as { $next?: string } | undefined)?.$next
@@ -126,7 +134,8 @@ export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promi
 async function fetchPages(info: DelegateInfo, remote: RemoteService, query: SelectQuery, one: boolean): Promise<RemoteResult> {
   const wanted = query.SELECT.limit?.rows?.val
   // `limit: null` (no paging by the application service) is not OData: leave it out
-  const select = { ...query.SELECT }
+  // own and inherited options (a draft-enabled service's queries inherit theirs, query.ts)
+  const select = flatSelect(query.SELECT)
   if (!select.limit?.rows && !select.limit?.offset) delete select.limit
   // HCQL has no next links: a provider that caps its pages (`@cds.query.limit.max`) answers
   // short. The count (one COUNT at the provider) tells whether more rows are to be fetched.
@@ -146,19 +155,19 @@ async function fetchPages(info: DelegateInfo, remote: RemoteService, query: Sele
     return { rows: result == null ? [] : [result as Row], one, count: typeof result === 'number' ? result : undefined }
   }
   const rows = [...result] as Row[]
-  const count = (result as { $count?: number }).$count
+  const count = countOf((result as { $count?: unknown }).$count)
   if (hcql) {
     const offset = select.limit?.offset?.val ?? 0
     const available = typeof count === 'number' ? Math.max(0, count - offset) : rows.length
     const goal = wanted === undefined ? available : Math.min(wanted, available)
     while (rows.length < goal) {
       // the next slice of the same query; CAP renames its rows back like the first page's
-      const next = { ...query.SELECT, count: undefined, limit: { rows: { val: goal - rows.length }, offset: { val: offset + rows.length } } }
+      const next = { ...flatSelect(query.SELECT), count: undefined, limit: { rows: { val: goal - rows.length }, offset: { val: offset + rows.length } } }
       const page = await passOn(() => nativeFetch(remote, () => remote.run({ SELECT: next })))
       if (!Array.isArray(page) || !page.length) break
       rows.push(...(page as Row[]))
     }
-    return { rows, count: askedCount && typeof count === 'number' ? count : undefined, one: false }
+    return { rows, count: askedCount ? count : undefined, one: false }
   }
   let path = nextPath(result, remote, info)
   const target = entityNamed(info.remoteEntity)
@@ -173,5 +182,5 @@ async function fetchPages(info: DelegateInfo, remote: RemoteService, query: Sele
   }
   if (pages > 1 && LOG._debug) LOG.debug(`${info.entity}: followed ${pages - 1} next link(s) at ${info.remoteService}`)
   if (wanted !== undefined && rows.length > wanted) rows.length = wanted
-  return { rows, count: typeof count === 'number' ? count : undefined, one: false }
+  return { rows, count, one: false }
 }
