@@ -72,4 +72,15 @@ service DataPipelineManagementService {
   action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
   action flush(name : String) returns Pipelines;
   function status(name : String) returns Pipelines;
+
+  /** What the calling user may do here (the console disables what the role does not allow). */
+  type Permissions {
+    user       : String;
+    tenant     : String;
+    roles      : many String;
+    view       : Boolean;
+    operate    : Boolean;
+    administer : Boolean;
+  }
+  function permissions() returns Permissions;
 }

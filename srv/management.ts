@@ -188,6 +188,13 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       }
     })
     bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
+    // the caller's roles as flags (PipelineAdmin ⇒ PipelineOperator ⇒ PipelineViewer); no enforcement here
+    ;(this as unknown as { on(event: string, handler: (req: { user: { id: string; tenant?: string; is(role: string): boolean } }) => unknown): void }).on('permissions', ({ user }) => {
+      const roles = ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin'].filter(role => user.is(role))
+      const administer = roles.includes('PipelineAdmin')
+      const operate = administer || roles.includes('PipelineOperator')
+      return { user: user.id, tenant: user.tenant ?? null, roles, view: operate || roles.includes('PipelineViewer'), operate, administer }
+    })
     unbound('landscapeMetadata', async (_req, engine) =>
       JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
     return super.init()

@@ -58,8 +58,11 @@ function startProxy(target: string): Promise<string> {
   return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
 }
 
+/** The demo's mocked PipelineAdmin (demo/consumer/package.json): the console and the API calls sign in as alice. */
+const ADMIN = { username: 'alice', password: '' }
 const api = async (url: string, init?: RequestInit) => {
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', ...init?.headers } })
+  const authorization = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`
+  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization, ...init?.headers } })
   const text = await response.text()
   return { status: response.status, data: text ? JSON.parse(text) : null }
 }
@@ -125,7 +128,7 @@ beforeAll(async () => {
     const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync')
     return data.value.length === 3 && data.value.every((p: { status: string; lastSync: string | null; name: string }) => p.status !== 'running' && (p.lastSync || p.name === 'revenue-by-country'))
   }, 'the initial demo runs', 60_000)
-  context = await browser.newContext({ viewport: { width: 1680, height: 1050 } })
+  context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, httpCredentials: { ...ADMIN, send: 'always' } })
   page = await context.newPage()
   page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))
   page.on('pageerror', error => problems.push(`page error: ${error.message}`))
