@@ -5,7 +5,7 @@
 import { registerLifecycle } from './lib/lifecycle.js'
 import { registerManagementModel } from './lib/mounting.js'
 import { registerConsole } from './lib/console.js'
-import { registerLogRedaction } from './lib/secrets.js'
+import { registerLogRedaction } from './lib/security/redact.js'
 import { registerFederation } from './lib/federation/index.js'
 import { registerTenancy } from './lib/tenancy/index.js'
 import { registerTelemetry } from './lib/telemetry/index.js'

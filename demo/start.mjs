@@ -11,6 +11,10 @@
 // (tenant globex) and ops (the provider, cds.Subscriber). Both tenants are subscribed through
 // CAP's DeploymentService (POST /-/cds/deployment/subscribe), then `products` and `orders` run
 // once for each of them (a fan-out: `execute` without tenant by the provider).
+//
+// /pipeline and the console need one of the plugin's roles: the consumer's mocked users (no
+// password) alice (PipelineAdmin), olivia (PipelineOperator), victor (PipelineViewer), nora (none).
+// Both servers listen on 127.0.0.1 only (demo/localhost.js; DEMO_HOST overrides).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -27,6 +31,19 @@ const MTX = process.argv.includes('--mtx') || /^(1|true|yes)$/i.test(process.env
 /** Tenants of the multitenant variant and the mocked user bound to each (demo/consumer/package.json). */
 const TENANTS = { acme: 'alice', globex: 'bob' }
 const PROVIDER_USER = 'ops'
+/** The consumer's mocked users (demo/consumer/package.json) and what the plugin lets each do. */
+const USERS = [
+  ['alice', 'PipelineAdmin', 'everything: + overrides, schedules, data inspector, reject records'],
+  ['olivia', 'PipelineOperator', 'run, flush, enable/disable, replay rejects (+ what victor may)'],
+  ['victor', 'PipelineViewer', 'read pipelines, runs, status, flow and landscape'],
+  ['nora', 'no role', 'nothing (403); permissions() says so'],
+]
+const ADMIN = 'alice'
+
+function usersText(tenantOf = {}) {
+  const width = Math.max(...USERS.map(([user, role]) => `${user} ${role}`.length))
+  return USERS.map(([user, role, may]) => `   ${`${user} ${role}`.padEnd(width)}  ${may}${tenantOf[user] ? ` (tenant ${tenantOf[user]})` : ''}`).join('\n')
+}
 
 const major = Number(process.versions.node.split('.')[0])
 if (major < 22) {
@@ -153,7 +170,7 @@ async function printSingleTenant(consumer, salesUrl, provider) {
   const demo = `${consumer}/odata/v4/demo`
   const changeEvery = Number(process.env.DEMO_CHANGE_EVERY ?? 20000)
   // the plugin's management API and console, once the consumer serves them
-  const served = async url => (await fetch(url).catch(() => undefined))?.ok === true
+  const served = async url => (await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`${ADMIN}:`).toString('base64')}` } }).catch(() => undefined))?.ok === true
   const extras = [
     await served(`${consumer}/pipeline/$metadata`) && `   management API (plugin)            ${consumer}/pipeline/Pipelines`,
     await served(`${consumer}/pipeline-console/`) && `   pipeline console (plugin)          ${consumer}/pipeline-console/`,
@@ -173,6 +190,10 @@ async function printSingleTenant(consumer, salesUrl, provider) {
    pipelines (tracker)                ${demo}/Pipelines
    runs (tracker)                     ${demo}/PipelineRuns?$orderby=startTime%20desc&$top=10
 ${extras}   run a pipeline now                 curl -X POST ${demo}/runPipeline -H 'content-type: application/json' -d '{"pipeline":"orders"}'
+   as a user of the plugin's API      curl -u ${ADMIN}: ${consumer}/pipeline/permissions()
+
+ Users of /pipeline and the console (mocked, no password; the browser asks for one):
+${usersText()}
 
  Pipelines: orders (delta, every 30 s) · products (full, every 5 min) · revenue-by-country
  (query shape, rebuilt after each orders run that changed rows). Press Ctrl-C to stop.
@@ -204,6 +225,7 @@ async function startTenants(consumer, salesUrl, provider) {
      runs                    curl -u ${user}: '${consumer}/pipeline/PipelineRuns?$orderby=startTime%20desc&$top=5'
      replicated orders       curl -u ${user}: '${demo}/Orders?$top=3&$count=true'
      run a pipeline now      curl -u ${user}: -X POST ${consumer}/pipeline/execute -H 'content-type: application/json' -d '{"name":"orders"}'`).join('\n')
+  // demo/consumer/package.json, profile multitenancy: alice and bob are their tenant's PipelineAdmin
   console.log(`
 ────────────────────────────────────────────────────────────────────────────
  cap-data-pipeline demo is running — multitenant (profile 'multitenancy', @sap/cds-mtxs)
@@ -216,7 +238,10 @@ async function startTenants(consumer, salesUrl, provider) {
  (the console ${consumer}/pipeline-console/ asks for a user too):
 ${perTenant}
 
- The provider (user ${PROVIDER_USER}, role cds.Subscriber)
+ Users and roles (mocked, no password): alice and bob PipelineAdmin of their tenant, and
+${usersText({ olivia: 'acme', victor: 'globex', nora: 'acme' }).split('\n').slice(1).join('\n')}
+
+ The provider (user ${PROVIDER_USER}, roles PipelineAdmin and cds.Subscriber)
    run for every tenant (fan-out)     curl -u ${PROVIDER_USER}: -X POST ${consumer}/pipeline/execute -H 'content-type: application/json' -d '{"name":"orders"}'
    subscribe one more tenant          curl -u ${PROVIDER_USER}: -X POST ${consumer}/-/cds/deployment/subscribe -H 'content-type: application/json' -d '{"tenant":"initech"}'
 

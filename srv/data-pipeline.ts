@@ -79,8 +79,8 @@ function nameTasksAsOnCds9(service: { schedule?: (...args: unknown[]) => Schedul
 export default class DataPipelineService extends cds.Service {
   readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
-  private settings(): { schedules?: boolean } {
-    const options = (this as unknown as { options?: { schedules?: boolean } }).options
+  private settings(): { schedules?: boolean | { minInterval?: number | string } } {
+    const options = (this as unknown as { options?: { schedules?: boolean | { minInterval?: number | string } } }).options
     return { schedules: options?.schedules }
   }
 

@@ -2,10 +2,15 @@ using { plugin.data_pipeline as tracker } from '../db/index';
 
 /**
  * Runtime management of pipelines at /pipeline. The projections are read-only; everything
- * that changes state is an operation. Secure it in the host app, e.g.
- *   annotate DataPipelineManagementService with @(requires: 'PipelineAdmin');
+ * that changes state is an operation. Access: the plugin checks the roles PipelineViewer <
+ * PipelineOperator < PipelineAdmin on every request (lib/security/roles.ts; names configurable in
+ * cds.requires['data-pipeline'].management.roles, `false` leaves it to the app's annotations).
+ * The @requires below names the roles for `cds compile --to xsuaa` / `cds add xsuaa` and lets
+ * any authenticated user in (anonymous → 401), so that permissions() tells a user without a
+ * role that they have none; the levels are the plugin's check.
  */
 @path: '/pipeline'
+@requires: ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin', 'authenticated-user']
 @impl: 'cap-data-pipeline/dist/srv/management.js'
 service DataPipelineManagementService {
 
@@ -16,12 +21,48 @@ service DataPipelineManagementService {
     skipped : Integer;
   }
 
-  /** Result of start/execute: the run and, for synchronous runs, its outcome. */
+  /** One tenant's run of a fan-out execute (multitenancy, provider execute without tenant). */
+  type TenantRunResult {
+    tenant     : String;
+    runId      : UUID;
+    /** completed | failed | skipped (a run was active) | running (async start) */
+    status     : String;
+    statistics : Statistics;
+    error      : LargeString;
+  }
+
+  /**
+   * Result of start/execute: the run and, for synchronous runs, its outcome. A fan-out over
+   * tenants has no runId: the statistics are summed, `status` is 'failed' when any tenant's run
+   * failed, and `tenants` holds each tenant's outcome.
+   */
   type RunResult {
     runId      : UUID;
     name       : String;
     status     : String;
     statistics : Statistics;
+    tenants    : many TenantRunResult;
+  }
+
+  /** One pipeline of one tenant in tenantsOverview(); a tenant that could not be read is one row with `error` and no pipeline. */
+  type TenantPipeline {
+    tenant        : String;
+    pipeline      : String;
+    enabled       : Boolean;
+    status        : String;
+    mode          : String;
+    schedule      : String;
+    lastSync      : Timestamp;
+    lastSuccess   : Timestamp;
+    /** fresh | stale | unknown */
+    freshness     : String;
+    errorCount    : Integer;
+    lastError     : LargeString;
+    lastRunId     : UUID;
+    lastRunStatus : String;
+    lastRunStart  : Timestamp;
+    lastRunEnd    : Timestamp;
+    error         : LargeString;
   }
 
   @readonly
@@ -68,12 +109,7 @@ service DataPipelineManagementService {
         name : String(100);
   }
 
-  function landscapeMetadata() returns LargeString;
-  action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
-  action flush(name : String) returns Pipelines;
-  function status(name : String) returns Pipelines;
-
-  /** What the calling user may do here (the console disables what the role does not allow). */
+  /** What the calling user may do (any authenticated user): roles held and the three levels. */
   type Permissions {
     user       : String;
     tenant     : String;
@@ -83,4 +119,11 @@ service DataPipelineManagementService {
     administer : Boolean;
   }
   function permissions() returns Permissions;
+
+  function landscapeMetadata() returns LargeString;
+  /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see README "Multitenancy". */
+  function tenantsOverview() returns many TenantPipeline;
+  action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
+  action flush(name : String) returns Pipelines;
+  function status(name : String) returns Pipelines;
 }

@@ -10,17 +10,23 @@ import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
-import { parseCron } from '../lib/engine/schedule.js'
-import { HIDE_ANNOTATION, capabilities, inspectData } from '../lib/management/inspect.js'
+import { parseCron, parseSchedule } from '../lib/engine/schedule.js'
+import { MAX_OVERRIDES_LENGTH } from '../lib/engine/limits.js'
+import { capabilities, inspectData } from '../lib/management/inspect.js'
+import { fieldPolicy, type FieldPolicy } from '../lib/security/hidden.js'
+import { auditSensitiveRead } from '../lib/security/audit.js'
 import { replayRejects } from '../lib/engine/replay.js'
-import { sourceNameOf } from '../lib/adapters/mapping.js'
 import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
 import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
-import { tenancySettings, tenantOverrides } from '../lib/tenancy/settings.js'
+import { assertTenantMayOverride, tenancySettings } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy.js'
+import { withCorrelation } from '../lib/security/redact.js'
+import { invalidTenantId } from '../lib/security/tenant-id.js'
+import { PROVIDER_HINT, fanOutAnswer, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
+import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -61,6 +67,19 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       on(event: string, handler: (req: OperationRequest) => unknown): void
       after(event: string, entity: string, handler: (rows: unknown) => unknown): void
     }
+    // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else;
+    // a bad management.roles fails the start, naming the key
+    roleNames()
+    const rejects = rejectsAssociationsOf(Object.values((this as unknown as { entities: Record<string, never> }).entities))
+    ;(this as unknown as { before(event: string, handler: (req: OperationRequest & AccessRequest) => void): void }).before('*', req => {
+      try {
+        checkAccess(req, rejects)
+      } catch (error) {
+        if (!(error instanceof PipelineError)) throw error
+        req.reject({ status: error.status, code: error.code, message: error.message })
+      }
+    })
+    srv.on('permissions', req => permissionsOf((req as OperationRequest & AccessRequest).user, contextTenant()))
     srv.on('READ', 'PipelineRunModes', () => REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })))
     srv.on('READ', 'PipelineRunTriggers', () => RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })))
     // runs with one transaction show their progress from this process's live counters
@@ -79,6 +98,18 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
     })
 
+    // a request's tenant names its database: an unsafe id is refused before anything reads it
+    ;(this as unknown as { before(event: string, handler: (req: OperationRequest) => unknown): void }).before('*', req => {
+      const tenant = contextTenant()
+      if (tenant && invalidTenantId(tenant)) return req.reject(400, `tenant: ${JSON.stringify(tenant.slice(0, 40))} is not a valid tenant id: ${invalidTenantId(tenant)}`, 'tenant')
+    })
+    // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every tenant's
+    ;(this as unknown as { on(event: string, entities: string[], handler: (req: OperationRequest & { info(message: string): void }, next: () => unknown) => unknown): void })
+      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRejects'], (req, next) => {
+        if (!providerWithoutTenant()) return next()
+        req.info(PROVIDER_HINT)
+        return []
+      })
     // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
     ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns'], async () => {
       const tenant = contextTenant()
@@ -104,6 +135,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (own && tenancySettings().active) tenant = own
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
+    unbound('tenantsOverview', async (_req, engine) => tenantsOverview(engine.registry))
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
     unbound('status', async (req, engine) => {
       const name = requiredString(req.data.name, 'name')
@@ -113,6 +145,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('setEnabled', async (req, engine) => {
       if (typeof req.data.enabled !== 'boolean') throw new PipelineError('INVALID_PARAMETER', 'enabled: must be true or false', { target: 'enabled' })
+      if (ownTenant()) assertTenantMayOverride(['enabled'], ownTenant()!)
       return publicRow(await engine.setEnabled(pipelineName(req), req.data.enabled))
     })
     bound('setSchedule', async (req, engine) => {
@@ -131,28 +164,31 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const schedule = hasCron
         ? { cron: asParameter(() => parseCron(cron, 'cron'), 'cron'), engine: 'queued' as const }
         : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (scheduleEngine ?? 'spawn') as 'spawn' | 'queued' }
-      return this.override(engine, name, { ...engine.registry.overrides(name), schedule })
+      // the bounds every entry shares (lib/engine/limits.ts), naming this action's parameter
+      asParameter(() => parseSchedule(schedule, 'schedule'), hasCron ? 'cron' : 'every')
+      return this.override(engine, name, { ...current(engine, name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
       const name = pipelineName(req)
-      return this.override(engine, name, { ...engine.registry.overrides(name), schedule: null })
+      return this.override(engine, name, { ...current(engine, name), schedule: null })
     })
     bound('setOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const text = requiredString(req.data.overrides, 'overrides')
+      if (text.length > MAX_OVERRIDES_LENGTH) throw new PipelineError('INVALID_PARAMETER', `overrides: ${text.length} characters; at most ${MAX_OVERRIDES_LENGTH} are accepted`, { target: 'overrides' })
       let parsed: unknown
       try {
         parsed = JSON.parse(text)
       } catch {
         throw new PipelineError('INVALID_PARAMETER', 'overrides: is not valid JSON', { target: 'overrides' })
       }
-      const changes = flattenOverrides(parsed)
-      return this.override(engine, name, { ...engine.registry.overrides(name), ...changes })
+      const changes = asOverride(() => flattenOverrides(parsed))
+      return this.override(engine, name, { ...current(engine, name), ...changes })
     })
     bound('clearOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const keys = requiredString(req.data.keys, 'keys').split(',').map(k => k.trim()).filter(Boolean)
-      const remaining = { ...engine.registry.overrides(name) }
+      const remaining = { ...current(engine, name) }
       for (const key of keys) delete remaining[key]
       return this.override(engine, name, remaining)
     })
@@ -161,7 +197,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const tenant = contextTenant()
       return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.effectiveFor(name, tenant), {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
-        tenant, tenantOverrides: tenantOverrides(tenant, name),
+        tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
       }))
     })
     bound('inspectData', async (req, engine) => {
@@ -176,6 +212,16 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     // rejected records: fields hidden from the data inspector are not shown here either
     srv.after('READ', 'PipelineRejects', rows => this.hideFields(rows))
+    // … also when expanded from a run or a pipeline (`$expand=rejects`), and under `$select=record`
+    srv.after('READ', 'PipelineRuns', rows => this.hideExpanded(rows, row => row.pipeline_name))
+    srv.after('READ', 'Pipelines', rows => this.hideExpanded(rows, row => row.name))
+    ;(this as unknown as { before(event: string, entity: string, handler: (req: { query?: { SELECT?: { columns?: unknown[] } } }) => void): void })
+      .before('READ', 'PipelineRejects', req => {
+        const columns = req.query?.SELECT?.columns
+        if (!columns?.length || columns.includes('*')) return
+        const named = (name: string) => columns.some(c => (c as { ref?: string[] })?.ref?.[0] === name)
+        for (const name of ['pipeline_name', 'recordKey', 'ID']) if (!named(name)) columns.push({ ref: [name] })
+      })
     bound('replayRejects', async (req, engine) => {
       const name = pipelineName(req)
       engine.registry.get(name)
@@ -184,17 +230,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         return { runId, name, status, statistics }
       } catch (error) {
         if (error instanceof PipelineError && ['PIPELINE_RUNNING', 'UNKNOWN_PIPELINE', 'NOT_SUPPORTED'].includes(error.code)) throw error
-        return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${describeError(error).message}`)
+        const failure = describeError(error, `pipeline '${name}'`)
+        LOG.error(`replay of the rejects of pipeline '${name}' failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+        return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${withCorrelation(failure.message, failure.correlationId)}`)
       }
     })
     bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
-    // the caller's roles as flags (PipelineAdmin ⇒ PipelineOperator ⇒ PipelineViewer); no enforcement here
-    ;(this as unknown as { on(event: string, handler: (req: { user: { id: string; tenant?: string; is(role: string): boolean } }) => unknown): void }).on('permissions', ({ user }) => {
-      const roles = ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin'].filter(role => user.is(role))
-      const administer = roles.includes('PipelineAdmin')
-      const operate = administer || roles.includes('PipelineOperator')
-      return { user: user.id, tenant: user.tenant ?? null, roles, view: operate || roles.includes('PipelineViewer'), operate, administer }
-    })
     unbound('landscapeMetadata', async (_req, engine) =>
       JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
     return super.init()
@@ -203,27 +244,43 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   /** Runs an operation and turns engine errors into CAP errors with their status. */
   private async runOperation(req: OperationRequest, operation: Operation): Promise<unknown> {
     try {
-      return await operation(req, await this.engine())
+      const engine = await this.engine()
+      // a tenant admin's bound operation: what it set for its tenant is loaded from its tracker row
+      const tenant = ownTenant()
+      if (tenant && req.params?.length) await engine.registry.ensureTenant(tenant)
+      return await operation(req, engine)
     } catch (error) {
-      if (error instanceof PipelineError) return req.reject({ status: error.status, code: error.code, message: error.message, target: error.target })
-      LOG.error(`management operation failed: ${describeError(error).message}`) // never the raw error: it carries request headers
+      // answers carry no credentials and no SQL; a 5xx names the correlation id its detail is logged under
+      const shown = describeError(error)
+      if (error instanceof PipelineError && error.status < 500) return req.reject({ status: error.status, code: error.code, message: shown.message, target: error.target })
+      LOG.error(`management operation failed [correlation id ${shown.correlationId}]: ${shown.detail}`) // never the raw error: it carries request headers
+      const message = withCorrelation(shown.message, shown.correlationId)
+      if (error instanceof PipelineError) return req.reject({ status: error.status, code: error.code, message, target: error.target })
       // a fresh error with the message only: remote errors carry the request (headers with
       // credentials) and response, which CAP would otherwise serialize as `innererror`
       const e = error as { status?: unknown; statusCode?: unknown; code?: unknown }
       const status = Number(e.status ?? e.statusCode ?? (typeof e.code === 'number' ? e.code : undefined))
-      return req.reject(status >= 400 && status < 600 ? status : 500, (error as Error)?.message ?? String(error))
+      return req.reject(status >= 400 && status < 600 ? status : 500, status >= 400 && status < 500 ? shown.message : message)
     }
   }
 
   private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
     const { runId, done, tenants } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
     if (tenants) LOG.info(`pipeline '${name}': ${options.async ? 'started' : 'ran'} for ${tenants.length} tenant(s): ${tenants.join(', ')}`)
+    // a fan-out over tenants answers each tenant's outcome beside the sums
+    if (tenants) {
+      if (options.async) req.http?.res?.status(202)
+      return fanOutAnswer(name, tenants, options.async ? undefined : done as Promise<unknown>)
+    }
     if (options.async || !done) {
       req.http?.res?.status(202)
       done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
       return { runId, name, status: 'running', statistics: null }
     }
-    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => ({ status: 'failed' as const, statistics: null, error: error.message }))
+    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => {
+      const failure = describeError(error, `pipeline '${name}'`) // logged by the run under this correlation id
+      return { status: 'failed' as const, statistics: null, error: withCorrelation(failure.message, failure.correlationId) }
+    })
     if (outcome.status === 'failed') {
       const message = 'error' in outcome ? outcome.error : 'run failed'
       return req.reject(502, `Run ${runId} of pipeline '${name}' failed: ${message}`)
@@ -231,28 +288,38 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     return { runId, name, status: outcome.status, statistics: outcome.statistics }
   }
 
-  /** Drops `@HideFromDataInspector` fields (of the source, or of the target by their source names) from stored records. */
-  private async hideFields(rows: unknown): Promise<void> {
+  /**
+   * Rejected records as read: hidden fields are stripped when a reject is stored (rejects.ts); rows
+   * stored before that are stripped here too. Sensitive fields read are audited (SensitiveDataRead).
+   */
+  private async hideFields(rows: unknown, pipeline?: unknown): Promise<void> {
     const engine = await this.engine()
     for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>) {
-      const name = row?.pipeline_name
+      const name = row?.pipeline_name ?? pipeline
       if (!row || typeof name !== 'string' || (typeof row.record !== 'string' && typeof row.mapped !== 'string')) continue
       const prepared = engine.registry.has(name) ? await engine.registry.prepare(name).catch(() => undefined) : undefined
-      const hiddenIn = (entity: { elements: Record<string, Record<string, unknown>> } | undefined) =>
-        entity ? Object.keys(entity.elements).filter(element => entity.elements[element][HIDE_ANNOTATION]) : []
-      const target = hiddenIn(prepared?.target.entityDefinition() as never)
-      const source = new Set([...hiddenIn(prepared?.source.entityDefinition() as never), ...target.map(t => sourceNameOf(prepared?.mapping, t))])
-      row.record = strip(row.record, source, prepared === undefined)
-      row.mapped = strip(row.mapped, new Set(target), prepared === undefined)
+      const policy = prepared && fieldPolicy(prepared)
+      row.record = strip(row.record, policy?.hidden.source)
+      row.mapped = strip(row.mapped, policy?.hidden.target)
+      if (policy) auditRejectRead(row, policy, prepared.target.entityDefinition()?.name ?? name)
     }
   }
 
+  private async hideExpanded(rows: unknown, pipelineOf: (row: Record<string, unknown>) => unknown): Promise<void> {
+    for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>)
+      if (row && Array.isArray(row.rejects)) await this.hideFields(row.rejects, pipelineOf(row))
+  }
+
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
-    // the configuration is shared by all tenants: a tenant's user cannot change it for the others
-    const tenant = contextTenant()
-    if (tenant && tenancySettings().active)
-      throw new PipelineError('FORBIDDEN', `Pipeline configuration is shared by all tenants and cannot be changed by tenant '${tenant}'; per-tenant mode and schedule are set in cds.requires['data-pipeline'].multitenancy.tenants`, { target: 'name' })
-    await engine.registry.applyOverrides(name, overrides)
+    // a tenant's admin sets its own tenant's settings, within the provider's bounds; the rest is shared by all tenants
+    const tenant = ownTenant()
+    if (tenant) {
+      const before = engine.registry.storedTenantOverrides(name, tenant)
+      assertTenantMayOverride(Object.keys(overrides).filter(key => JSON.stringify(overrides[key]) !== JSON.stringify(before[key])), tenant)
+      await asOverride(() => engine.registry.applyTenantOverrides(name, tenant, overrides))
+      return publicRow((await engine.registry.tracker.read(name))!)
+    }
+    await asOverride(() => engine.registry.applyOverrides(name, overrides))
     return publicRow((await engine.registry.tracker.read(name))!)
   }
 
@@ -298,6 +365,19 @@ async function latestRunDrift(name: string): Promise<SchemaDriftReport | null | 
   }
 }
 
+/** The tenant whose admin calls (multitenancy active), or undefined for the provider and single-tenant apps. */
+function ownTenant(): string | undefined {
+  const tenant = contextTenant()
+  return tenant && tenancySettings().active ? tenant : undefined
+}
+
+/** The overrides an operation changes: the tenant's own ones for a tenant's admin, else the shared ones. */
+function current(engine: DataPipelineService, name: string): Overrides {
+  const tenant = ownTenant()
+  engine.registry.get(name)
+  return tenant ? engine.registry.storedTenantOverrides(name, tenant) : engine.registry.overrides(name)
+}
+
 /** A config validation error of an operation parameter becomes INVALID_PARAMETER (400) naming it. */
 function asParameter<T>(fn: () => T, parameter: string): T {
   try {
@@ -305,6 +385,21 @@ function asParameter<T>(fn: () => T, parameter: string): T {
   } catch (error) {
     if (error instanceof PipelineError) throw new PipelineError('INVALID_PARAMETER', `${parameter}: ${error.message.replace(/^Invalid pipeline config: \S+ /, '')}`, { target: parameter })
     throw error
+  }
+}
+
+/** An override the registration rules refuse is a bad parameter (400 INVALID_PARAMETER) naming the override key. */
+function asOverride<T>(fn: () => T): T {
+  const refused = (error: unknown): never => {
+    if (error instanceof PipelineError && error.code === 'INVALID_CONFIG')
+      throw new PipelineError('INVALID_PARAMETER', error.message.replace(/^Invalid pipeline config: /, ''), { target: error.target })
+    throw error
+  }
+  try {
+    const result = fn()
+    return (result instanceof Promise ? result.catch(refused) : result) as T
+  } catch (error) {
+    return refused(error)
   }
 }
 
@@ -331,10 +426,10 @@ function optionalBoolean(value: unknown, parameter: string): boolean | undefined
   return value
 }
 
-/** A stored record (JSON) without the hidden fields; unknown pipelines show no record at all. */
-function strip(json: unknown, hidden: Set<string>, unknownPipeline: boolean): unknown {
+/** A stored record (JSON) without the hidden fields; records of unknown pipelines (no policy) are not shown. */
+function strip(json: unknown, hidden: Set<string> | undefined): unknown {
   if (typeof json !== 'string') return json
-  if (unknownPipeline) return null
+  if (!hidden) return null
   if (!hidden.size) return json
   try {
     const record = JSON.parse(json) as Record<string, unknown>
@@ -343,6 +438,25 @@ function strip(json: unknown, hidden: Set<string>, unknownPipeline: boolean): un
   } catch {
     return null // a truncated record cannot be filtered: not shown
   }
+}
+
+/** A reject read with sensitive fields in its record: one SensitiveDataRead, the record's key as the data subject. */
+function auditRejectRead(row: Record<string, unknown>, policy: FieldPolicy, type: string): void {
+  const present = (json: unknown, names: Set<string>) => {
+    if (typeof json !== 'string' || !names.size) return []
+    try {
+      const record = JSON.parse(json) as Record<string, unknown>
+      return [...names].filter(n => record[n] !== undefined)
+    } catch {
+      return [...names].filter(n => json.includes(`"${n}":`)) // a truncated record: by its text
+    }
+  }
+  const attributes = [...new Set([...present(row.record, policy.sensitive.source), ...present(row.mapped, policy.sensitive.target)])]
+  let id: Record<string, unknown> = { ID: row.ID }
+  try {
+    if (typeof row.recordKey === 'string') id = JSON.parse(row.recordKey) as Record<string, unknown>
+  } catch { /* the reject's own ID identifies it */ }
+  auditSensitiveRead({ type, ids: [id], attributes })
 }
 
 function publicRow(row: PipelineRow): Record<string, unknown> {

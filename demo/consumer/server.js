@@ -1,6 +1,7 @@
 // Demo consumer: registers three pipelines once the app is served, runs them once, and logs
 // every finished run. Schedules keep `orders` (30 s) and `products` (5 min) up to date.
 const cds = require('@sap/cds')
+require('../localhost')
 
 const LOG = cds.log('demo')
 

@@ -2,6 +2,7 @@
 // and keeps changing a few orders so the consumer's delta pipeline has work. With CDS_ENV=api-v2
 // (`npm start`) it serves version 2 of its API (api-v2/products.cds: products with an EAN).
 const cds = require('@sap/cds')
+require('../localhost')
 const { products, orders, legacyProduct, ean } = require('./srv/data')
 const startActivity = require('./srv/activity')
 

@@ -9,7 +9,9 @@ import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPoli
 import { resolveOnError } from './validate.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
-import { parseDuration, parseSchedule } from './schedule.js'
+import { parseSchedule } from './schedule.js'
+import { parseDuration } from './duration.js'
+import { MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
@@ -34,6 +36,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (!isObject(config)) throw invalidConfig('config', 'must be an object')
   const { name, source, target } = config
   if (typeof name !== 'string' || !name.trim()) throw invalidConfig('name', 'is required and must be a non-empty string')
+  checkLength(name, 'name', STORED_LENGTHS.name)
   if (!isObject(source)) throw invalidConfig('source', 'is required and must be an object')
   if (target !== undefined && !isObject(target)) throw invalidConfig('target', 'must be an object')
   const tgt: TargetConfig = target ?? {}
@@ -59,6 +62,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (source.origin !== undefined) {
     if (typeof source.origin !== 'string' || !source.origin) throw invalidConfig('source.origin', 'must be a non-empty string')
     if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
+    checkLength(source.origin, 'source.origin', STORED_LENGTHS.origin)
   }
   const batchSize = source.batchSize ?? DEFAULTS.batchSize
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000)
@@ -96,6 +100,8 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
     if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
     if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
+    // field names reach the source's URL and queries: plain names only (the registry checks them against the source entity)
+    for (const key of ['field', 'dateField', 'timeField', 'deletedField'] as const) checkFieldName(config.delta[key], `delta.${key}`)
     const { settle } = config.delta
     if (settle !== undefined && typeof settle !== 'number' && typeof settle !== 'string') throw invalidConfig('delta.settle', "must be milliseconds or a duration such as '5m'")
     delta = { ...config.delta, mode: deltaMode, ...(settle === undefined ? {} : { settle: settle === 0 ? 0 : parseDuration(settle, 'delta.settle') }) }
@@ -106,12 +112,15 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (config.transaction !== undefined && !(TRANSACTION_SCOPES as readonly string[]).includes(config.transaction))
     throw invalidConfig('transaction', `'${String(config.transaction)}' is invalid; expected batch or run`)
   if (config.description !== undefined && typeof config.description !== 'string') throw invalidConfig('description', 'must be a string')
+  checkLength(config.description, 'description', STORED_LENGTHS.description)
 
   const retry = config.retry ?? {}
   if (!isObject(retry)) throw invalidConfig('retry', 'must be an object')
   for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) {
     const value = retry[key]
     if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw invalidConfig(`retry.${key}`, 'must be a non-negative integer')
+    // a longer delay would fire after 1 ms (setTimeout)
+    if (key !== 'maxRetries' && value !== undefined && value > MAX_TIMER_MS) throw invalidConfig(`retry.${key}`, `must be at most ${MAX_TIMER_MS} ms`)
   }
   if (config.refresh?.slice !== undefined && shape !== 'query')
     throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')

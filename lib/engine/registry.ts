@@ -14,7 +14,7 @@ import {
 } from './schedule.js'
 import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
 import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow, type RegistrationRow } from './tracker.js'
-import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
+import { PipelineRun, describeError, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
 import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
@@ -24,6 +24,9 @@ import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import { TenantFanOut } from './fanout.js'
 import { contextTenant, tenancy } from './tenancy.js'
 import { afterCurrentTransaction } from './after-transaction.js'
+import { checkSource } from './source-check.js'
+import { checkOverridesSize } from './limits.js'
+import { assertTenantId, invalidTenantId } from '../security/tenant-id.js'
 
 /** At the latest this long after a queue task's start, its run starts even if the task's transaction has not ended. */
 const QUEUED_RUN_FALLBACK = 5000
@@ -103,8 +106,8 @@ export type InProcessExecuteOptions = ExecuteOptions & { engine?: 'spawn' }
 export type QueuedExecuteOptions = ExecuteOptions & { async: true; engine: 'queued' }
 
 export interface RegistrySettings {
-  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`). */
-  schedules?: boolean
+  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`); an object `{ minInterval }` (lib/engine/limits.ts) keeps them on. */
+  schedules?: boolean | { minInterval?: number | string }
   /** Where the host's `@sap/cds` version comes from (default `cds.version`); injectable for tests. */
   hostVersion?: () => string
 }
@@ -128,6 +131,8 @@ interface Registered {
   tenants?: Map<string, { effective: ResolvedPipeline; prepared?: Promise<PreparedPipeline> }>
   /** Spawn timers of tenants with a schedule of their own (fan-out). */
   tenantTimers?: Map<string, SpawnTimer>
+  /** What each tenant's admin set for its tenant (stored in its tracker row, `overrides`). */
+  tenantOwn?: Map<string, Overrides>
 }
 
 /** The outcome of a fan-out: summed statistics, one entry per tenant; `runId` is '' (no single run). */
@@ -195,6 +200,7 @@ export class PipelineRegistry {
       throw invalidConfig('name', `'${coded.name}' is already registered with a different config; choose another name`)
     }
     this.checkCapabilities(coded)
+    checkSource(coded)
     checkOrigin(coded)
 
     let row: PipelineRow | undefined
@@ -244,8 +250,10 @@ export class PipelineRegistry {
    */
   async applyOverrides(name: string, overrides: Overrides): Promise<ResolvedPipeline> {
     const entry = this.entry(name)
+    checkOverridesSize(JSON.stringify(overrides))
     const effective = resolvePipeline(applyOverrides(entry.coded, overrides), { serviceKind: requiredKind })
     this.checkCapabilities(effective)
+    checkSource(effective)
     const scheduleChanged = !sameSchedule(entry.effective.schedule, effective.schedule)
     const live = this.schedulesActive && entry.activated === true
     const deferred = live && scheduleChanged && !this.canChangeLive(entry.installed, effective.schedule)
@@ -322,7 +330,7 @@ export class PipelineRegistry {
 
   private holder(name: string, tenant: string | undefined): { effective: ResolvedPipeline; prepared?: Promise<PreparedPipeline> } {
     const entry = this.entry(name)
-    const own = tenancy().overrides(tenant, name)
+    const own = this.tenantOverrides(name, tenant)
     if (!own || !tenant) return entry
     let holder = entry.tenants?.get(tenant)
     if (!holder) {
@@ -371,6 +379,7 @@ export class PipelineRegistry {
   async execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
   async execute(name: string, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     this.get(name)
+    if (options.tenant !== undefined) await this.assertSubscribed(options.tenant)
     if (options.tenant === undefined && tenancy().settings().fanOutScheduledRuns && !contextTenant()) return this.executeForAll(name, options)
     const pipeline = this.effectiveFor(name, options.tenant || contextTenant())
     const mode = options.mode ?? pipeline.mode
@@ -394,6 +403,18 @@ export class PipelineRegistry {
       return { name }
     }
     return this.launch(name, { mode, trigger, tenant: options.tenant, async: options.async })
+  }
+
+  /**
+   * A tenant given to `execute`: a safe id (400 naming `tenant`) of a subscribed tenant (404),
+   * checked before anything touches a database — an unknown tenant would get an empty one.
+   */
+  private async assertSubscribed(tenant: unknown): Promise<void> {
+    assertTenantId(tenant)
+    // the context's own tenant (its user's request, a job of the tenant) came through CAP already
+    if (!tenancy().settings().active || tenant === contextTenant()) return
+    if (!(await tenancy().subscribedTenants()).includes(tenant as string))
+      throw new PipelineError('UNKNOWN_TENANT', `tenant: '${String(tenant)}' is not subscribed to this application`, { target: 'tenant' })
   }
 
   /**
@@ -428,7 +449,7 @@ export class PipelineRegistry {
       const db = await cds.connect.to('db')
       deleted = await db.tx(() => (prepared.target as BaseTargetAdapter).truncate({ runId: flushId, mode: 'full', batchIndex: 0 }))
     } catch (error) {
-      await this.tracker.release(name, flushId, { status: 'failed', lastError: (error as Error).message })
+      await this.tracker.release(name, flushId, { status: 'failed', lastError: describeError(error, `pipeline '${name}'`).message })
       throw error
     }
     await this.tracker.release(name, flushId, { status: 'idle', lastSync: null, lastKey: null, checkpoint: null, lastSuccess: null, errorCount: 0, lastError: null })
@@ -515,7 +536,8 @@ export class PipelineRegistry {
   private async applyTenantSchedule(name: string, entry: Registered, tenant: string): Promise<void> {
     entry.tenantTimers?.get(tenant)?.stop()
     entry.tenantTimers?.delete(tenant)
-    const own = tenancy().overrides(tenant, name)
+    await this.ensureInTenant(name, tenant) // loads what the tenant's admin set
+    const own = this.tenantOverrides(name, tenant)
     const schedule = this.effectiveFor(name, tenant).schedule
     if (schedule?.engine === 'queued') {
       await this.queue.install(name, schedule, tenant)
@@ -530,7 +552,7 @@ export class PipelineRegistry {
   private async fanOutTick(name: string): Promise<void> {
     let tenants: string[]
     try {
-      tenants = (await tenancy().subscribedTenants()).filter(tenant => !('schedule' in (tenancy().overrides(tenant, name) ?? {})))
+      tenants = (await tenancy().subscribedTenants()).filter(tenant => !('schedule' in (this.tenantOverrides(name, tenant) ?? {})))
     } catch (error) {
       LOG.warn(`pipeline '${name}': scheduled tick could not read the subscribed tenants: ${(error as Error).message}`)
       return
@@ -568,7 +590,7 @@ export class PipelineRegistry {
           return { tenant, runId: value.runId, status: 'completed' as const, statistics: value.outcome.statistics }
         }
         if (skipped || (error as PipelineError)?.code === 'PIPELINE_RUNNING') return { tenant, status: 'skipped' as const, error: skipped ? 'a run is queued or active in this process' : (error as Error).message }
-        return { tenant, status: 'failed' as const, error: (error as Error)?.message ?? String(error) }
+        return { tenant, status: 'failed' as const, error: describeError(error, `pipeline '${name}'`).message }
       })
       const failed = runs.filter(run => run.status === 'failed')
       if (failed.length) {
@@ -588,9 +610,52 @@ export class PipelineRegistry {
     if (this.registeredIn.has(key)) return
     const registration = this.entry(name).registration
     if (!registration) return
+    const entry = this.entry(name)
     const effective = this.effectiveFor(name, tenant)
-    await tenancy().inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
+    const row = await tenancy().inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
+    const stored = parseStoredOverrides(row.overrides)
+    if (Object.keys(stored).length) {
+      // the tenant's admin set its own mode or schedule (before a restart): the row shows them
+      ;(entry.tenantOwn ??= new Map()).set(tenant, stored)
+      entry.tenants?.delete(tenant)
+      const own = this.effectiveFor(name, tenant)
+      await tenancy().inTenant(tenant, () => this.tracker.update(name, { mode: own.mode, schedule: scheduleLabel(own.schedule) }))
+    }
     this.registeredIn.add(key)
+  }
+
+  /**
+   * A tenant's own settings of a pipeline: the provider's `multitenancy.tenants` and what the
+   * tenant's admin set (within the provider's bounds); undefined when it has none.
+   */
+  tenantOverrides(name: string, tenant: string | undefined): Overrides | undefined {
+    return tenant ? tenancy().overrides(tenant, name, this.entry(name).tenantOwn?.get(tenant)) : undefined
+  }
+
+  /** What the tenant's admin set for the tenant (management API), as stored. */
+  storedTenantOverrides(name: string, tenant: string): Overrides {
+    return { ...this.entry(name).tenantOwn?.get(tenant) }
+  }
+
+  /**
+   * Sets what the tenant's admin chose for the tenant (its mode or schedule; the caller checked
+   * the provider's bounds): validated like any override, stored in the tenant's tracker row,
+   * live for that tenant only (its schedule restarts).
+   */
+  async applyTenantOverrides(name: string, tenant: string, overrides: Overrides): Promise<ResolvedPipeline> {
+    const entry = this.entry(name)
+    await this.ensureInTenant(name, tenant)
+    const own = tenancy().overrides(tenant, name, overrides) ?? {}
+    const effective = resolvePipeline(applyOverrides(entry.coded, { ...entry.overrides, ...own }), { serviceKind: requiredKind })
+    this.checkCapabilities(effective)
+    await tenancy().inTenant(tenant, () => this.tracker.update(name, {
+      overrides: Object.keys(overrides).length ? JSON.stringify(overrides) : null, mode: effective.mode, schedule: scheduleLabel(effective.schedule),
+    }))
+    ;(entry.tenantOwn ??= new Map()).set(tenant, overrides)
+    entry.tenants?.delete(tenant)
+    if (this.schedulesActive && entry.activated && tenancy().settings().fanOutScheduledRuns) await this.applyTenantSchedule(name, entry, tenant)
+    LOG.info(`pipeline '${name}': tenant '${tenant}' set its own settings ${JSON.stringify(own)}`)
+    return effective
   }
 
   /** Tracker rows of all pipelines in the tenant's database. */
@@ -651,6 +716,10 @@ export class PipelineRegistry {
       }
       const entry = this.entry(name)
       const tenant = message?.tenant
+      if (tenant !== undefined && tenant !== null && invalidTenantId(tenant)) {
+        LOG.error(`queued tick of pipeline '${name}' for an invalid tenant id: skipped (${invalidTenantId(tenant)})`)
+        return
+      }
       if (tenant) {
         if (this.schedulesActive && entry.activated && this.effectiveFor(name, tenant).schedule?.engine !== 'queued') {
           LOG.info(`pipeline '${name}' has no queued schedule for tenant '${tenant}' any more: its leftover task is removed`)
@@ -681,6 +750,7 @@ export class PipelineRegistry {
       return
     }
     try {
+      if (message!.tenant !== undefined && message!.tenant !== null) assertTenantId(message!.tenant)
       const mode = (message!.mode ?? this.get(name).mode) as RunMode
       const { done } = await this.launch(name, { mode, trigger: whitelistTrigger(message!.trigger), tenant: message!.tenant, async: true }, true)
       done.catch(() => undefined) // recorded in PipelineRuns and logged by the run

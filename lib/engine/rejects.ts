@@ -32,6 +32,7 @@ import { connect, ql, type QueryRunner } from '../model/ql.js'
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { WriteStatistics } from '../adapters/types.js'
+import { fieldPolicy, hiddenValuesOf, redactValues, withoutFields, type FieldPolicy, type PipelineFields } from '../security/hidden.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -80,6 +81,7 @@ type Dispatch = (event: string, pipeline: string, data: Record<string, unknown>)
 
 export interface RunRejectsOptions {
   pipeline: ResolvedPipeline
+  source: PipelineFields['source']
   target: BaseTargetAdapter
   mapping?: FieldMapping[]
   runId: string
@@ -102,9 +104,12 @@ export class RunRejects {
   /** Rejects written in the current transaction: kept (a few) to write again after a rollback of the run's transaction. */
   private uncommitted: Array<Record<string, unknown>> = []
   private db?: QueryRunner
+  /** Hidden fields are never stored, nor their values in error messages (security/hidden.ts). */
+  private readonly policy: FieldPolicy
 
   constructor(private readonly options: RunRejectsOptions) {
     this.onError = options.pipeline.onError
+    this.policy = fieldPolicy(options)
     const entity = options.target.entityDefinition()
     this.keys = entity ? keyNames(entity) : []
     this.validator = entity ? new RecordValidator(entity) : undefined
@@ -259,6 +264,7 @@ export class RunRejects {
       await resolve(rejects.map(reject => reject.key), 'superseded')
     }
     if (!rejects.length) return
+    for (const reject of rejects) reject.error = redactValues(reject.error, hiddenValuesOf(this.policy, [reject.source], [reject.target]))
     const rows = rejects.map(reject => this.row(reject, now))
     await runner.run(ql.INSERT.into(REJECTS_ENTITY).entries(rows))
     this.uncommitted.push(...rows.slice(0, Math.max(0, KEPT_AFTER_ROLLBACK - this.uncommitted.length)))
@@ -266,10 +272,14 @@ export class RunRejects {
     LOG.warn(`pipeline '${this.name}': ${rejects.length} record(s) skipped (onError: 'skip'), e.g. ${rejects[0].key ?? '(no key)'} at ${rejects[0].phase}: ${rejects[0].error}`)
   }
 
-  /** The stored form: the source record when known (replayed from MAP on), else the mapped record (replayed from validation on). */
+  /**
+   * The stored form: the source record when known (replayed from MAP on), else the mapped record
+   * (replayed from validation on) — without hidden fields, which are never stored.
+   */
   private row(reject: Reject, now: string): Record<string, unknown> {
-    const record = reject.source ? capped(reject.source) : undefined
-    const mapped = !reject.source && reject.target ? capped(reject.target) : undefined
+    const { hidden } = this.policy
+    const record = reject.source ? capped(withoutFields(reject.source, hidden.source)) : undefined
+    const mapped = !reject.source && reject.target ? capped(withoutFields(reject.target, hidden.target)) : undefined
     return {
       ID: cds.utils.uuid(), run_ID: this.options.runId, pipeline_name: this.name, recordKey: reject.key, phase: reject.phase,
       error: reject.error.slice(0, ERROR_CHARS), record: record?.text ?? null, mapped: mapped?.text ?? null,

@@ -7,6 +7,7 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
+import { publicError, rememberCorrelation } from '../security/redact.js'
 import { carryDriftToReplay, checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
@@ -17,6 +18,7 @@ import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import { RunRejects, openRejects } from './rejects.js'
+import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
 import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
@@ -184,8 +186,10 @@ export class PipelineRun {
       await this.done('completed', endTime)
       return { runId, status: 'completed', statistics: { ...this.statistics } }
     } catch (error) {
-      const failure = describeError(error)
-      LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed: ${failure.message}`)
+      const failure = describeError(error, `pipeline '${name}'`)
+      // the log keeps the whole message (credentials redacted), the stored error what users may see
+      LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+      rememberCorrelation(error, failure.correlationId)
       await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed')).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       await this.done('failed', new Date(), failure)
       throw error
@@ -244,12 +248,22 @@ export class PipelineRun {
         const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
         const index = batchIndex++
         // returns the run's totals including this batch; they count only once the batch commits
+        let mappedRecords: DataRecord[] = []
         const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
+          try {
+            return await writeBatchOf(tx)
+          } catch (error) {
+            // a run error never quotes a hidden field's value (PipelineRuns.error, lastError, DONE, logs)
+            throw redactError(error, hiddenValuesOf(fieldPolicy(this.prepared), batch, mappedRecords))
+          }
+        }
+        const writeBatchOf = async (tx?: QueryRunner): Promise<WriteStatistics> => {
           const totals = { ...this.statistics }
           // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
           if (this.rejects) addStatistics(totals, await this.rejects.processBatch(batch, index, request.mode, tx))
           const mapped = this.rejects ? {} : await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
+          mappedRecords = records
           if (records.length) {
             const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
@@ -361,16 +375,19 @@ function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> |
   if (delta.skipped !== undefined) total.skipped = (total.skipped ?? 0) + Number(delta.skipped)
 }
 
-/** The error JSON stored on failed runs: code, status and message, never request headers. */
-export function describeError(error: unknown): { code?: string; status?: number; message: string } {
-  if (error instanceof PipelineError) return { code: error.code, status: error.status, message: error.message }
-  const e = error as { code?: unknown; message?: unknown; reason?: { response?: { status?: number } }; status?: number }
-  const status = e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined)
-  return {
-    code: typeof e?.code === 'string' ? e.code : undefined,
-    status,
-    message: typeof e?.message === 'string' ? e.message : String(error),
-  }
+/**
+ * The error JSON stored on failed runs (and shown by the management API): code, status and a
+ * message without credentials or database internals, never request headers. `detail` (the
+ * whole message, credentials redacted) and `correlationId` are for the log; only the id is stored.
+ */
+export function describeError(error: unknown, what?: string): { code?: string; status?: number; message: string; correlationId: string; detail: string } {
+  const shown = publicError(error, what)
+  const e = error as { code?: unknown; reason?: { response?: { status?: number } }; status?: number }
+  const out = error instanceof PipelineError
+    ? { code: error.code, status: error.status, message: shown.message, correlationId: shown.correlationId }
+    : { code: shown.database ? 'DATABASE_ERROR' : typeof e?.code === 'string' ? e.code : undefined, status: e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined), message: shown.message, correlationId: shown.correlationId }
+  // not enumerable: the stored error (JSON) leaves the detail out
+  return Object.defineProperty(out, 'detail', { value: shown.detail, enumerable: false }) as typeof out & { detail: string }
 }
 
 /**

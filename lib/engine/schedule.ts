@@ -8,23 +8,12 @@ import { DEFAULTS, LOGGER, QUEUE, SCHEDULE_ENGINES } from '../constants.js'
 import { PipelineError, invalidConfig } from '../pipeline/errors.js'
 import { ql } from '../model/ql.js'
 import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
+import { parseDuration } from './duration.js'
+import { STORED_LENGTHS, checkCronGap, checkInterval, checkLength, minInterval } from './limits.js'
 
 const LOG = cds.log(LOGGER.schedule)
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }
-
-/** Parses `250ms`, `30s`, `10m`, `2h`, `1d` (and plain digit strings as ms). */
-export function parseDuration(input: string | number, key: string): number {
-  if (typeof input === 'number') {
-    if (!Number.isInteger(input) || input < 1) throw invalidConfig(key, `must be a positive integer of milliseconds, got ${input}`)
-    return input
-  }
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d)?\s*$/.exec(String(input))
-  if (!match) throw invalidConfig(key, `'${input}' is not a duration; use milliseconds or a string such as 30s, 10m, 2h`)
-  const ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms'])
-  if (ms < 1) throw invalidConfig(key, `'${input}' must be at least 1 ms`)
-  return ms
-}
+export { parseDuration }
 
 /** A string of whitespace-separated fields that looks like cron rather than a duration. */
 function looksLikeCron(input: string): boolean {
@@ -32,7 +21,17 @@ function looksLikeCron(input: string): boolean {
   return fields.length >= 5 || (fields.length > 1 && /[*/,]/.test(input))
 }
 
+/** Parses a schedule and checks it against the bounds every entry shares (lib/engine/limits.ts). */
 export function parseSchedule(input: ScheduleInput, key = 'schedule'): ScheduleSpec {
+  const spec = parseScheduleInput(input, key)
+  if (spec.cron) {
+    if (minInterval() > 60_000) checkCronGap(cronShortestGap(spec.cron), spec.cron, typeof input === 'object' ? `${key}.cron` : key)
+    checkLength(scheduleLabel(spec), typeof input === 'object' ? `${key}.cron` : key, STORED_LENGTHS.schedule)
+  } else checkInterval(spec.every!, typeof input === 'object' && input?.every !== undefined && input.every !== null ? `${key}.every` : key)
+  return spec
+}
+
+function parseScheduleInput(input: ScheduleInput, key: string): ScheduleSpec {
   if (typeof input === 'string' && looksLikeCron(input)) return { engine: 'queued', cron: parseCron(input, key) }
   if (typeof input === 'number' || typeof input === 'string') return { every: parseDuration(input, key), engine: 'spawn' }
   if (typeof input !== 'object' || input === null || Array.isArray(input))
@@ -91,6 +90,20 @@ function cronValues(field: string, spec: (typeof CRON_FIELDS)[number], key: stri
     for (let v = lo; v <= hi; v += step) values.add(v)
   }
   return values
+}
+
+/**
+ * The shortest time (ms) between two fire times of a cron, within a day or across midnight
+ * (conservative: two days are taken to follow each other).
+ */
+export function cronShortestGap(cron: string): number {
+  const fields = cron.trim().split(/\s+/)
+  const minutes = [...cronValues(fields[0], CRON_FIELDS[0], 'cron', cron)].sort((a, b) => a - b)
+  const hours = [...cronValues(fields[1], CRON_FIELDS[1], 'cron', cron)].sort((a, b) => a - b)
+  const times = hours.flatMap(hour => minutes.map(minute => hour * 60 + minute))
+  let gap = 1440 - times[times.length - 1] + times[0]
+  for (let i = 1; i < times.length; i++) gap = Math.min(gap, times[i] - times[i - 1])
+  return gap * 60_000
 }
 
 /**

@@ -21,8 +21,12 @@ export interface EngineTenancySettings {
 
 export interface TenantSupport {
   settings(): EngineTenancySettings
-  /** A tenant's own settings of one pipeline; undefined when it has none (or multitenancy is off). */
-  overrides(tenant: string | undefined, pipeline: string): Overrides | undefined
+  /**
+   * A tenant's own settings of one pipeline: the provider's `multitenancy.tenants` with what the
+   * tenant's admin stored (`stored`, kept within the provider's bounds) on top; undefined when it
+   * has none (or multitenancy is off).
+   */
+  overrides(tenant: string | undefined, pipeline: string, stored?: Overrides): Overrides | undefined
   /** The tenants subscribed to the application. */
   subscribedTenants(): Promise<string[]>
   /** Runs `fn` in a context of `tenant`, on that tenant's database. */

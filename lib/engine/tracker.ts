@@ -373,8 +373,8 @@ export function asTrackerError(error: unknown): unknown {
   const message = (error as Error)?.message ?? ''
   if (MISSING_TABLE.test(message) && /plugin_data_pipeline|plugin\.data_pipeline/i.test(message)) {
     return new PipelineError('TRACKER_MISSING',
-      `The tracker table ${PIPELINES_TABLE} is missing: deploy the plugin's model (add "using from 'cap-data-pipeline/db';" or set management.reuse.api, then run cds deploy). Cause: ${message}`,
-      { cause: error })
+      `The tracker table ${PIPELINES_TABLE} is missing: deploy the plugin's model (add "using from 'cap-data-pipeline/db';" or set management.reuse.api, then run cds deploy)`,
+      { cause: error }) // the database's own message stays in the cause (logged), out of answers
   }
   return error
 }

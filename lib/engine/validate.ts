@@ -191,3 +191,16 @@ function validDate(value: unknown): boolean {
   const date = new Date(Date.UTC(year, month - 1, day))
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
 }
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * Why a value cannot be compared with an element (the data inspector's filters), or undefined.
+ * The type's checks without sizes (a longer string merely matches nothing); a UUID in its form.
+ */
+export function comparisonProblem(element: CsnElement, value: unknown): string | undefined {
+  const facts = typeFacts(element)
+  if (facts.type === 'cds.UUID') return typeof value === 'string' && UUID_TEXT.test(value) ? undefined : `${describe(value)} is not a UUID`
+  if (facts.type === 'cds.Boolean') return typeof value === 'boolean' || value === 'true' || value === 'false' ? undefined : `${describe(value)} is not a Boolean (true or false)`
+  return checkValue(value, { type: facts.type })
+}

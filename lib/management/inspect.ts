@@ -3,19 +3,19 @@
  * Column and filter names are checked against the entity's elements; values are bound by
  * the adapters (CQN values / typed OData literals), never spliced into query text.
  */
-import cds from '@sap/cds'
 import { PipelineError } from '../pipeline/errors.js'
 import { COMPARISONS, and, type Operator, type Predicate } from '../adapters/predicate.js'
-import { builtinType, dataElementNames, keyNames, type CsnEntity } from '../model/csn.js'
+import { builtinType, dataElementNames, keyNames, type CsnElement, type CsnEntity } from '../model/csn.js'
 import { sourceKindOf } from '../adapters/factory.js'
-import { LOGGER } from '../constants.js'
 import type { PreparedPipeline } from '../engine/run.js'
 import type { DataRecord } from '../pipeline/types.js'
+import { fieldPolicy } from '../security/hidden.js'
+import { auditConfigured, auditSensitiveRead } from '../security/audit.js'
+import { comparisonProblem } from '../engine/validate.js'
+import { readableRows } from '../security/authorization.js'
+import { sourceNameOf } from '../adapters/mapping.js'
 
-const LOG = cds.log(LOGGER.engine)
-
-export const HIDE_ANNOTATION = '@HideFromDataInspector'
-export const SENSITIVE_ANNOTATION = '@PersonalData.IsPotentiallySensitive'
+export { HIDE_ANNOTATION, SENSITIVE_ANNOTATION } from '../security/hidden.js'
 export const MAX_TOP = 200
 export const DEFAULT_TOP = 50
 const OPERATORS: readonly Operator[] = [...COMPARISONS, 'contains']
@@ -43,25 +43,51 @@ function entityOf(prepared: PreparedPipeline, side: 'source' | 'target'): CsnEnt
   return side === 'source' ? prepared.source.entityDefinition() : prepared.target.entityDefinition()
 }
 
-function isHidden(entity: CsnEntity | undefined): boolean {
-  return Boolean(entity?.[HIDE_ANNOTATION])
-}
-
 export function capabilities(prepared: PreparedPipeline, enabled: boolean): { source: Capability; target: Capability } {
   if (!enabled) return { source: 'none', target: 'none' }
   const { pipeline } = prepared
   const kind = sourceKindOf(pipeline)
-  const source: Capability = isHidden(entityOf(prepared, 'source')) ? 'none'
+  // a hidden entity on either side hides both: the source shows what the replica holds
+  const hidden = fieldPolicy(prepared).entityHidden
+  const source: Capability = hidden ? 'none'
     : pipeline.shape === 'query' || kind === 'rest' || kind === 'custom' ? 'limited' : 'full'
-  const target: Capability = isHidden(entityOf(prepared, 'target')) || !prepared.target.preview || pipeline.config.target.adapter ? 'none' : 'full'
+  const target: Capability = hidden || !prepared.target.preview || pipeline.config.target.adapter ? 'none' : 'full'
   return { source, target }
 }
 
-/** Visible columns of a side: data elements without `@HideFromDataInspector`. */
-function visibleColumns(entity: CsnEntity): Array<{ name: string; type: string }> {
-  return dataElementNames(entity)
-    .filter(name => !entity.elements[name][HIDE_ANNOTATION])
-    .map(name => ({ name, type: builtinType(entity.elements[name]) ?? 'cds.String' }))
+/** What a side may show: its columns (undefined: not known, any name) and the element of each name. */
+interface SideView {
+  columns?: Array<{ name: string; type: string }>
+  element: (name: string) => CsnElement | undefined
+  hidden: Set<string>
+  sensitive: Set<string>
+}
+
+/**
+ * The columns of a side: data elements without hidden ones; the source side shows at most the
+ * columns the pipeline reads (the mapping's), named and typed as the source's.
+ */
+function sideView(prepared: PreparedPipeline, side: 'source' | 'target'): SideView {
+  const policy = fieldPolicy(prepared)
+  const hidden = policy.hidden[side]
+  const sensitive = policy.sensitive[side]
+  const target = prepared.target.entityDefinition()
+  if (side === 'target') {
+    const element = (name: string) => target?.elements[name]
+    const columns = target && dataElementNames(target).filter(name => !hidden.has(name)).map(name => ({ name, type: builtinType(target.elements[name]) ?? 'cds.String' }))
+    return { columns, element, hidden, sensitive }
+  }
+  const source = prepared.source.entityDefinition()
+  const element = (name: string) => source?.elements[name] ?? target?.elements[targetNameOf(prepared, name)]
+  const names = policy.sourceRead
+    ? policy.sourceRead.filter(name => !source || dataElementNames(source).includes(name))
+    : source && dataElementNames(source)
+  const columns = names?.filter(name => !hidden.has(name)).map(name => ({ name, type: builtinType(element(name)) ?? 'cds.String' }))
+  return { columns, element, hidden, sensitive }
+}
+
+function targetNameOf(prepared: PreparedPipeline, source: string): string {
+  return prepared.mapping?.find(m => m.source === source)?.target ?? source
 }
 
 function parseJson(text: string, parameter: string): unknown {
@@ -72,7 +98,7 @@ function parseJson(text: string, parameter: string): unknown {
   }
 }
 
-export function parseFilters(text: string | null | undefined, allowed: Set<string> | undefined): Predicate | undefined {
+export function parseFilters(text: string | null | undefined, allowed: Set<string> | undefined, element: (name: string) => CsnElement | undefined = () => undefined): Predicate | undefined {
   if (!text) return undefined
   const list = parseJson(text, 'filters')
   if (!Array.isArray(list)) throw invalid('filters', 'must be a JSON array of { field, op, value }')
@@ -82,9 +108,21 @@ export function parseFilters(text: string | null | undefined, allowed: Set<strin
     if (allowed ? !allowed.has(field) : !/^[A-Za-z_]\w*$/.test(field)) throw invalid('filters', `field '${field}' is not an element of this side`)
     if (typeof op !== 'string' || !OPERATORS.includes(op as Operator)) throw invalid('filters', `op '${String(op)}' is invalid; expected one of ${OPERATORS.join(', ')}`)
     if (value !== null && typeof value === 'object') throw invalid('filters', `value of '${field}' must be a string, number, boolean or null`)
+    // a value the column's type cannot hold is the caller's mistake (400), not the database's (500)
+    const el = element(field)
+    const type = el && builtinType(el)
+    if (op === 'contains' && type && type !== 'cds.String' && type !== 'cds.LargeString') throw invalid('filters', `op 'contains' of '${field}' needs a String element (it is ${type})`)
+    const problem = el && value !== null && value !== undefined ? comparisonProblem(el, value) : undefined
+    if (problem) throw new PipelineError('INVALID_PARAMETER', `filters: value of '${field}': ${problem}`, { target: 'filters' })
     return { field, op: op as Operator, value: value ?? null }
   })
   return and(...parts)
+}
+
+function fieldsOf(predicate: Predicate | undefined): string[] {
+  if (!predicate) return []
+  if ('field' in predicate) return [predicate.field]
+  return ('and' in predicate ? predicate.and : predicate.or).flatMap(fieldsOf)
 }
 
 export async function inspectData(prepared: PreparedPipeline, params: InspectParams, enabled: boolean): Promise<InspectResult> {
@@ -100,41 +138,38 @@ export async function inspectData(prepared: PreparedPipeline, params: InspectPar
   const entity = entityOf(prepared, side)
   if (capability === 'none') return { columns: [], rows: [], hasMore: false, limitedSupport: false }
 
-  const visible = entity ? visibleColumns(entity) : undefined
+  const view = sideView(prepared, side)
+  const visible = view.columns
   const allowed = visible && new Set(visible.map(c => c.name))
+  const permitted = (name: string) => (allowed ? allowed.has(name) : /^[A-Za-z_]\w*$/.test(name) && !view.hidden.has(name))
   let columns = visible?.map(c => c.name) ?? []
   if (params.columnsJson) {
     const requested = parseJson(params.columnsJson, 'columnsJson')
     if (!Array.isArray(requested) || requested.some(c => typeof c !== 'string')) throw invalid('columnsJson', 'must be a JSON array of column names')
     for (const name of requested as string[])
-      if (allowed ? !allowed.has(name) : !/^[A-Za-z_]\w*$/.test(name)) throw invalid('columnsJson', `column '${name}' is not an element of this side`)
+      if (!permitted(name)) throw invalid('columnsJson', `column '${name}' is not an element of this side`)
     if ((requested as string[]).length) columns = requested as string[]
   }
-  const filter = parseFilters(params.filters, allowed)
+  const filter = parseFilters(params.filters, allowed, view.element)
+  if (!allowed) for (const field of fieldsOf(filter)) if (!permitted(field)) throw invalid('filters', `field '${field}' is not an element of this side`)
+  // sensitive data shown or filtered on is audited per row, by its key
+  const sensitive = [...new Set([...columns, ...fieldsOf(filter)])].filter(name => view.sensitive.has(name))
+  const keys = entity ? keyNames(entity).filter(k => !view.hidden.has(k)) : []
+  const audited = sensitive.length > 0 && auditConfigured()
+  // the rows the app lets this user read (its services' @requires/@restrict), by their keys
+  const guards = [prepared.target.entityDefinition(), ...(side === 'source' ? [entity] : [])].filter((e): e is CsnEntity => Boolean(e))
+  const nameIn = (guard: CsnEntity, key: string) => (side === 'source' && guard !== entity ? sourceNameOf(prepared.mapping, key) : key)
+  const guardKeys = guards.flatMap(guard => keyNames(guard).map(k => nameIn(guard, k)))
+  const queried = columns.length ? [...new Set([...columns, ...keys, ...guardKeys])].filter(permittedOrKey) : columns
+  function permittedOrKey(name: string): boolean {
+    return !view.hidden.has(name) && (!allowed || allowed.has(name) || keys.includes(name) || guardKeys.includes(name))
+  }
   const adapter = side === 'source' ? prepared.source : prepared.target
-  const result = await adapter.preview!({ columns, filter, top, skip })
-  const hidden = entity ? new Set(Object.keys(entity.elements).filter(n => entity.elements[n][HIDE_ANNOTATION])) : new Set<string>()
-  const rows = result.rows.map(row => Object.fromEntries(Object.entries(row).filter(([k]) => !hidden.has(k) && !k.startsWith('@'))))
+  const result = await adapter.preview!({ columns: queried, filter, top, skip })
+  for (const guard of guards) result.rows = await readableRows(guard, result.rows, (row, key) => row[nameIn(guard, key)])
+  const shown = (k: string) => !view.hidden.has(k) && !k.startsWith('@') && (!allowed || allowed.has(k)) && (!columns.length || columns.includes(k))
+  if (audited) auditSensitiveRead({ type: entity?.name ?? prepared.pipeline.name, ids: result.rows.map(row => Object.fromEntries(keys.map(k => [k, row[k] ?? null]))), attributes: sensitive })
+  const rows = result.rows.map(row => Object.fromEntries(Object.entries(row).filter(([k]) => shown(k))))
   const columnInfo = visible ? visible.filter(c => columns.includes(c.name)) : Object.keys(rows[0] ?? {}).map(name => ({ name, type: 'cds.String' }))
-  if (entity) auditSensitiveRead(entity, columns, rows)
   return { columns: columnInfo, rows, hasMore: result.hasMore, limitedSupport: result.limitedSupport || capability === 'limited' }
-}
-
-/** Best effort: a `SensitiveDataRead` per previewed row when audit logging is configured. */
-function auditSensitiveRead(entity: CsnEntity, columns: string[], rows: DataRecord[]): void {
-  const sensitive = columns.filter(name => entity.elements[name]?.[SENSITIVE_ANNOTATION])
-  if (!sensitive.length || !rows.length || !(cds.env.requires as Record<string, unknown>)['audit-log']) return
-  const keys = keyNames(entity)
-  // In a root transaction of its own, one event after the other: CAP queues the events in
-  // cds.outbox.Messages inside the current transaction, and the preview's request transaction has
-  // committed by the time these writes run (on PostgreSQL the writes were then lost).
-  const root = cds as unknown as { tx<T>(fn: () => Promise<T>): Promise<T> }
-  void root.tx(async () => {
-    const audit = (await cds.connect.to('audit-log')) as unknown as { log(event: string, data: object): Promise<unknown> }
-    for (const row of rows) await audit.log('SensitiveDataRead', {
-      data_subject: { type: entity.name, id: Object.fromEntries(keys.map(k => [k, row[k] ?? null])) },
-      object: { type: entity.name, id: Object.fromEntries(keys.map(k => [k, row[k] ?? null])) },
-      attributes: sensitive.map(name => ({ name })),
-    })
-  }).catch(error => LOG.warn(`data inspector: audit logging failed (preview not blocked): ${(error as Error).message}`))
 }

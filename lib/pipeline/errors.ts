@@ -6,6 +6,7 @@
 export type PipelineErrorCode =
   | 'INVALID_CONFIG'
   | 'UNKNOWN_PIPELINE'
+  | 'UNKNOWN_TENANT'
   | 'PIPELINE_RUNNING'
   | 'TRACKER_MISSING'
   | 'SOURCE_FAILED'
@@ -13,6 +14,7 @@ export type PipelineErrorCode =
   | 'INVALID_PARAMETER'
   | 'NOT_SUPPORTED'
   | 'LEASE_EXPIRED'
+  | 'UNAUTHORIZED'
   | 'FORBIDDEN'
   | 'SCHEMA_DRIFT'
 
@@ -20,12 +22,14 @@ const STATUS: Record<PipelineErrorCode, number> = {
   INVALID_CONFIG: 400,
   INVALID_PARAMETER: 400,
   UNKNOWN_PIPELINE: 404,
+  UNKNOWN_TENANT: 404,
   PIPELINE_RUNNING: 409,
   NOT_SUPPORTED: 400,
   TRACKER_MISSING: 500,
   SOURCE_FAILED: 502,
   TARGET_FAILED: 500,
   LEASE_EXPIRED: 500,
+  UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   // the source no longer matches what the pipeline was built against: a source failure, like SOURCE_FAILED
   SCHEMA_DRIFT: 502,

@@ -1,5 +1,6 @@
 /** Running code in a tenant's context: CAP then uses that tenant's database (and model). */
 import cds from '@sap/cds'
+import { assertTenantId } from '../security/tenant-id.js'
 
 interface Facade {
   EventContext: new (data: object) => object
@@ -12,7 +13,9 @@ interface Facade {
  * way CAP's own queue runs a tenant's tasks. Queries inside open their own transactions on the
  * tenant's database.
  */
-export function inTenant<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
+export async function inTenant<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
+  // the tenant names a database: an unsafe id never reaches CAP's database service
+  assertTenantId(tenant)
   const facade = cds as unknown as Facade
-  return facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn)
+  return await facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn)
 }

@@ -25,12 +25,14 @@ import { responseCache } from '../federation/cache/response.js'
 import { findEntity } from '../model/csn.js'
 import { ql } from '../model/ql.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'
+import { invalidTenantId, shownTenant } from '../security/tenant-id.js'
+import { PipelineError } from '../pipeline/errors.js'
 
 const LOG = cds.log(LOGGER.tenancy)
 
-interface Request { data: { tenant?: string } }
+interface Request { data: { tenant?: string }; reject?(status: number, message: string, target?: string): never }
 interface DeploymentService {
-  before(event: string, handler: (req: Request) => unknown): unknown
+  before(event: string | string[], handler: (req: Request) => unknown): unknown
   after(event: string, handler: (result: unknown, req: Request) => unknown): unknown
 }
 
@@ -41,7 +43,7 @@ function engine(): Promise<DataPipelineService> {
 /** The tenant of a lifecycle request, unless it is the technical tenant or the engine is single-tenant. */
 function tenantOf(req: Request): string | undefined {
   const tenant = req.data?.tenant
-  if (!tenant || tenant === technicalTenant() || !tenancySettings().active) return undefined
+  if (!tenant || tenant === technicalTenant() || !tenancySettings().active || invalidTenantId(tenant)) return undefined
   return tenant
 }
 
@@ -134,6 +136,15 @@ export function tenantSettled(tenant: string): Promise<void> {
 
 /** Registers the lifecycle handlers on CAP's DeploymentService (served in this process). */
 export function attachDeploymentHooks(ds: DeploymentService): void {
+  // a tenant id names its database and the engine's files: an unsafe one is refused before MTX creates anything
+  ds.before(['subscribe', 'upgrade', 'unsubscribe'], req => {
+    const tenant = req.data?.tenant
+    if (tenant === undefined || !invalidTenantId(tenant)) return
+    const error = new PipelineError('INVALID_PARAMETER', `tenant: ${shownTenant(tenant)} is not a valid tenant id: ${invalidTenantId(tenant)}`, { target: 'tenant' })
+    LOG.warn(`tenant lifecycle refused: ${error.message}`)
+    if (req.reject) req.reject(error.status, error.message, 'tenant')
+    throw error
+  })
   const handle = async (what: string, tenant: string, fn: (tenant: string) => Promise<unknown>) => {
     try {
       await fn(tenant)

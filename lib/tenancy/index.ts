@@ -10,7 +10,7 @@ import { tenancySettings, tenantOverrides } from './settings.js'
 import { subscribedTenants } from './tenants.js'
 import { inTenant } from './context.js'
 
-export { tenancySettings, tenantOverrides, technicalTenant, type TenancySettings } from './settings.js'
+export { tenancySettings, tenantOverrides, technicalTenant, assertTenantMayOverride, type TenancySettings } from './settings.js'
 export { subscribedTenants } from './tenants.js'
 export { inTenant } from './context.js'
 export { onSubscribe, onUpgrade, onUnsubscribe, syncTenant } from './hooks.js'
@@ -22,7 +22,7 @@ export function registerTenancy(): void {
   if (registered) return
   registered = true
   // the engine reaches multitenancy through this port only (it does not import lib/tenancy)
-  useTenancy({ settings: tenancySettings, overrides: (tenant, pipeline) => tenantOverrides(tenant, pipeline), subscribedTenants, inTenant })
+  useTenancy({ settings: tenancySettings, overrides: (tenant, pipeline, stored) => tenantOverrides(tenant, pipeline, undefined, stored), subscribedTenants, inTenant })
   const events = cds as unknown as { on(event: string, listener: (srv: unknown) => void): void }
   events.on('serving:cds.xt.DeploymentService', ds => attachDeploymentHooks(ds as Parameters<typeof attachDeploymentHooks>[0]))
 }

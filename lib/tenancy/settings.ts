@@ -9,11 +9,17 @@
  *     syncOnSubscribe: true,      // run all replicate pipelines for a tenant once it subscribed
  *     flushOnUnsubscribe: true,   // drop the tenant's entity cache (file) once it unsubscribed
  *     tenants: { t1: { replicate: { 'my.Books': { mode: 'full', schedule: '30m' } } } },
+ *     lockedSettings: ['schedule'], // what a tenant's PipelineAdmin may not set for its tenant
  *   }
+ *
+ * A tenant's PipelineAdmin sets its own tenant's `mode`, `schedule` and `enabled` through the
+ * management API (stored in the tenant's tracker row, `overrides`); the provider's
+ * `lockedSettings` are out of its reach, and so is every other setting (shared by all tenants).
  */
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import type { Overrides } from '../engine/overrides.js'
+import { PipelineError } from '../pipeline/errors.js'
 
 const LOG = cds.log(LOGGER.tenancy)
 
@@ -24,6 +30,8 @@ export interface TenancySettings {
   syncOnSubscribe: boolean
   flushOnUnsubscribe: boolean
   tenants: Record<string, { replicate?: Record<string, Overrides> } | undefined>
+  /** Settings a tenant's PipelineAdmin may not set for its tenant (of `mode`, `schedule`, `enabled`). */
+  lockedSettings: string[]
 }
 
 let warnedInactive = false
@@ -47,6 +55,7 @@ export function tenancySettings(): TenancySettings {
     syncOnSubscribe: active && conf.syncOnSubscribe === true,
     flushOnUnsubscribe: active && conf.flushOnUnsubscribe === true,
     tenants: (conf.tenants !== null && typeof conf.tenants === 'object' ? conf.tenants : {}) as TenancySettings['tenants'],
+    lockedSettings: Array.isArray(conf.lockedSettings) ? conf.lockedSettings.filter((key): key is string => typeof key === 'string') : [],
   }
 }
 
@@ -56,14 +65,32 @@ export function technicalTenant(): string {
   return (typeof mt === 'object' && mt?.t0) || 't0'
 }
 
+/** What a tenant's PipelineAdmin may set for its own tenant. */
+const TENANT_ADMIN_SETTABLE = [...MULTITENANCY.tenantOverridable, 'enabled'] as readonly string[]
+
 /**
- * A tenant's own settings of one pipeline (`multitenancy.tenants.<tenant>.replicate.<pipeline>`):
- * `mode` and `schedule` only; undefined when the tenant has none.
+ * Throws FORBIDDEN (403) naming the first setting of `keys` (override paths) that a tenant's
+ * PipelineAdmin may not set: one the provider locked (`lockedSettings`), or one all tenants share.
  */
-export function tenantOverrides(tenant: string | undefined, pipeline: string, settings = tenancySettings()): Overrides | undefined {
+export function assertTenantMayOverride(keys: string[], tenant: string, settings = tenancySettings()): void {
+  for (const key of keys) {
+    const setting = key.split('.')[0]
+    if (settings.lockedSettings.includes(setting))
+      throw new PipelineError('FORBIDDEN', `${setting}: is locked by the provider (multitenancy.lockedSettings); tenant '${tenant}' cannot change it`, { target: setting })
+    if (!TENANT_ADMIN_SETTABLE.includes(setting))
+      throw new PipelineError('FORBIDDEN', `${key}: is shared by all tenants and cannot be changed by tenant '${tenant}'; a tenant may set ${TENANT_ADMIN_SETTABLE.join(', ')}`, { target: key })
+  }
+}
+
+/**
+ * A tenant's own settings of one pipeline: the provider's `multitenancy.tenants.<tenant>.replicate.<pipeline>`
+ * (`mode` and `schedule` only) with the ones the tenant's admin stored on top (`stored`; what the
+ * provider locked or shares is left out); undefined when the tenant has none.
+ */
+export function tenantOverrides(tenant: string | undefined, pipeline: string, settings = tenancySettings(), stored?: Overrides): Overrides | undefined {
   if (!tenant || !settings.active) return undefined
-  const own = settings.tenants[tenant]?.replicate?.[pipeline]
-  if (own === null || typeof own !== 'object') return undefined
+  const configured = settings.tenants[tenant]?.replicate?.[pipeline]
+  const own = { ...(configured !== null && typeof configured === 'object' ? configured : {}), ...ownStored(stored, settings) }
   const out: Overrides = {}
   for (const [key, value] of Object.entries(own)) {
     if ((MULTITENANCY.tenantOverridable as readonly string[]).includes(key)) out[key] = value
@@ -73,4 +100,12 @@ export function tenantOverrides(tenant: string | undefined, pipeline: string, se
     }
   }
   return Object.keys(out).length ? out : undefined
+}
+
+/** The stored settings of a tenant's admin within the provider's current bounds (a lock set later wins). */
+function ownStored(stored: Overrides | undefined, settings: TenancySettings): Overrides {
+  const out: Overrides = {}
+  for (const [key, value] of Object.entries(stored ?? {}))
+    if ((MULTITENANCY.tenantOverridable as readonly string[]).includes(key) && !settings.lockedSettings.includes(key)) out[key] = value
+  return out
 }

@@ -4,6 +4,11 @@
  */
 import cds from '@sap/cds'
 import { technicalTenant } from './settings.js'
+import { invalidTenantId, shownTenant } from '../security/tenant-id.js'
+import { LOGGER } from '../constants.js'
+
+const LOG = cds.log(LOGGER.tenancy)
+const warned = new Set<string>()
 
 interface DeploymentService {
   send(event: string, data: object): Promise<unknown>
@@ -29,6 +34,16 @@ export async function subscribedTenants(): Promise<string[]> {
     throw error
   }
   return (Array.isArray(ids) ? ids : []).map(id => (typeof id === 'object' && id !== null ? String((id as { ID?: unknown }).ID) : String(id)))
-    .filter(id => id && id !== t0)
+    .filter(id => id && id !== t0 && safe(id))
     .sort()
+}
+
+/** A registered tenant whose id is unsafe gets no schedule, no run and no file of the engine. */
+function safe(id: string): boolean {
+  const reason = invalidTenantId(id)
+  if (reason && !warned.has(id)) {
+    warned.add(id)
+    LOG.error(`tenant ${shownTenant(id)} is subscribed, but its id is not a valid tenant id (${reason}): the engine leaves it out`)
+  }
+  return !reason
 }

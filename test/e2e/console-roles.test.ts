@@ -271,10 +271,8 @@ describe('the console shows what the role allows (headless Chromium, demo app)',
   })
 
   test('an answer 401 shows a readable message, not a raw error', async () => {
-    // the answer CAP gives a request without a valid login once the roles are enforced (sec-roles); the
-    // demo's mocked users have no password, so a wrong one is no real 401 here
+    // not signed in: the service answers 401 (anonymous) to every call, permissions() included
     const context = await browser.newContext({ viewport: { width: 1680, height: 1050 } })
-    await context.route('**/pipeline/permissions()', route => route.fulfill({ status: 401, contentType: 'text/plain', body: 'Unauthorized' }))
     const page = await context.newPage()
     const problems: string[] = []
     page.on('pageerror', error => problems.push(`page error: ${error.message}`))

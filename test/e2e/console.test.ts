@@ -58,11 +58,11 @@ function startProxy(target: string): Promise<string> {
   return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
 }
 
-/** The demo's mocked PipelineAdmin (demo/consumer/package.json): the console and the API calls sign in as alice. */
+/** The demo's mocked PipelineAdmin (demo/consumer/package.json, no password): /pipeline needs a role. */
 const ADMIN = { username: 'alice', password: '' }
-const basic = `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`
 const api = async (url: string, init?: RequestInit) => {
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: basic, ...init?.headers } })
+  const auth = { authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}` }
+  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', ...auth, ...init?.headers } })
   const text = await response.text()
   return { status: response.status, data: text ? JSON.parse(text) : null }
 }
@@ -128,7 +128,7 @@ beforeAll(async () => {
     const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync')
     return data.value.length === 3 && data.value.every((p: { status: string; lastSync: string | null; name: string }) => p.status !== 'running' && (p.lastSync || p.name === 'revenue-by-country'))
   }, 'the initial demo runs', 60_000)
-  context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, extraHTTPHeaders: { authorization: basic } })
+  context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, httpCredentials: { ...ADMIN, send: 'always' } })
   page = await context.newPage()
   page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))
   page.on('pageerror', error => problems.push(`page error: ${error.message}`))

@@ -31,14 +31,26 @@ export interface Client {
   bodies: string[]
 }
 
-/** Wraps an axios lookalike (cds.test's) so 4xx/5xx come back as responses instead of throwing. */
-export function client(axios: () => Axiosish): Client {
+/**
+ * A mocked user's Basic auth header (the fixtures' users have their name as password). /pipeline
+ * needs a role (PipelineViewer, PipelineOperator or PipelineAdmin); the fixtures name their users
+ * after the role they hold: admin, operator, viewer, nobody (none).
+ */
+export function basicAuth(user: string, password = user): Record<string, string> {
+  return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` }
+}
+
+/**
+ * Wraps an axios lookalike (cds.test's) so 4xx/5xx come back as responses instead of throwing.
+ * Requests go as `user` (Basic auth; `null`: anonymous) unless a call passes its own authorization.
+ */
+export function client(axios: () => Axiosish, user: string | null = 'admin'): Client {
   const bodies: string[] = []
   const record = (res: HttpResponse) => {
     bodies.push(typeof res.data === 'string' ? res.data : JSON.stringify(res.data ?? null))
     return res
   }
-  const config = (headers?: Record<string, string>) => ({ validateStatus: () => true, headers: { 'content-type': 'application/json', ...headers } })
+  const config = (headers?: Record<string, string>) => ({ validateStatus: () => true, headers: { 'content-type': 'application/json', ...(user ? basicAuth(user) : {}), ...headers } })
   return {
     bodies,
     GET: async (url, headers) => record(await axios().get(url, config(headers))),
@@ -46,11 +58,11 @@ export function client(axios: () => Axiosish): Client {
   }
 }
 
-/** A fetch-based client for apps in child processes. */
-export function fetchClient(base: string): Client {
+/** A fetch-based client for apps in child processes; as `user` like `client`. */
+export function fetchClient(base: string, user: string | null = 'admin'): Client {
   const bodies: string[] = []
   const send = async (method: string, url: string, data?: unknown, headers?: Record<string, string>): Promise<HttpResponse> => {
-    const response = await fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: data === undefined ? undefined : JSON.stringify(data) })
+    const response = await fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json', ...(user ? basicAuth(user) : {}), ...headers }, body: data === undefined ? undefined : JSON.stringify(data) })
     const text = await response.text()
     bodies.push(text)
     let parsed: unknown = text

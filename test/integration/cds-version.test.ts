@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
+import { basicAuth } from '../helpers/management'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'queued')
@@ -41,7 +42,9 @@ function client(app: RunningApp) {
     return (body.value !== undefined ? body.value : body) as T
   }
   const B = (name: string) => `${app.url}/pipeline/Pipelines('${name}')/DataPipelineManagementService`
-  const post = (url: string, body: object) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  // /pipeline needs a role: the fixture's mocked admin (PipelineAdmin)
+  const admin = { headers: basicAuth('admin') }
+  const post = (url: string, body: object) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...admin.headers }, body: JSON.stringify(body) })
   return {
     /** The interval of the pipeline's queued task, or undefined without a task. */
     taskEvery: async (name: string): Promise<number | string | undefined> => {
@@ -51,8 +54,8 @@ function client(app: RunningApp) {
     },
     registration: async (): Promise<Record<string, unknown>> => JSON.parse(await json<string>(await fetch(`${app.url}/queued/registration()`), 'registration')),
     liveChangeSupported: async (name: string) => json<boolean>(await fetch(`${app.url}/queued/liveChangeSupported(name='${name}')`), 'liveChangeSupported'),
-    label: async (name: string) => (await json<{ schedule: string | null }>(await fetch(`${app.url}/pipeline/Pipelines('${name}')`), 'pipeline')).schedule,
-    configView: async (name: string) => JSON.parse(await json<string>(await fetch(`${B(name)}.configView()`), 'configView')) as {
+    label: async (name: string) => (await json<{ schedule: string | null }>(await fetch(`${app.url}/pipeline/Pipelines('${name}')`, admin), 'pipeline')).schedule,
+    configView: async (name: string) => JSON.parse(await json<string>(await fetch(`${B(name)}.configView()`, admin), 'configView')) as {
       overrides: Record<string, unknown>; effective: { schedule: string | null }; meta: { scheduleLiveChangeSupported: boolean }
     },
     setSchedule: (name: string, body: object) => post(`${B(name)}.setSchedule`, body),

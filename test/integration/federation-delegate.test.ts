@@ -172,3 +172,29 @@ describe('limits', () => {
     expect(res.data.error.message).toMatch(/Ordering 'FederationService.Reviews' by 'book\/name' is not supported/)
   })
 })
+
+describe('a delegated view with a where of its own (issue 20: the where holds on every path)', () => {
+  test('reads get the where at the remote: collection, $filter, by key, $count, OData V4 and V2', async () => {
+    await ctx.requests()
+    const low = await ctx.http.GET(`${S}/LowStockBooks?$count=true&$top=0`)
+    expect(low.data['@odata.count']).toBe(30) // stock = ID % 100 < 10 of 300 books
+    const [url] = (await ctx.requests()).a
+    expect(decodeURIComponent(url)).toContain('stock lt 10')
+    expect((await ctx.http.GET(`${S}/LowStockBooks?$filter=stock ge 10`)).data.value).toEqual([])
+    expect((await ctx.http.GET(`${S}/LowStockBooks(5)`)).data).toMatchObject({ ID: 5, title: 'Book 5', stock: 5 })
+    expect((await ctx.http.GET(`${S}/LowStockBooks(50)`)).status).toBe(404)
+    expect((await ctx.http.GET(`${S}/LowStockBooks/$count`)).data).toBe(30)
+    const cheap = await ctx.http.GET(`${S}/CheapEditions?$orderby=ID`)
+    expect(cheap.data.value.map((r: { ID: number }) => r.ID)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    expect((await ctx.http.GET(`${S}/CheapEditions(20)`)).status).toBe(404)
+  })
+
+  test('updates and deletes reach only rows inside the where (404 outside, nothing written)', async () => {
+    const outside = await ctx.http.PATCH(`${S}/LowStockBooks(50)`, { title: 'Taken' })
+    expect(outside.status, JSON.stringify(outside.data)).toBe(404)
+    expect((await ctx.http.DELETE(`${S}/LowStockBooks(150)`)).status).toBe(404)
+    expect(await ctx.a.control.books('?$filter=ID eq 50 or ID eq 150&$orderby=ID')).toMatchObject([{ ID: 50, title: 'Book 50' }, { ID: 150, title: 'Book 150' }])
+    const inside = await ctx.http.PATCH(`${S}/LowStockBooks(5)`, { title: 'Book 5' })
+    expect(inside.status, JSON.stringify(inside.data)).toBe(200)
+  })
+})

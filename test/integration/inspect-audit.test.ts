@@ -12,7 +12,7 @@ let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
   provider = await startProvider()
 })
-const { GET } = cds.test(path.join(FIXTURES, 'management'))
+const test$ = cds.test(path.join(FIXTURES, 'management'))
 beforeAll(async () => {
   const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
   requires.Provider.credentials = { url: `${provider.url}/odata/v4/catalog` }
@@ -25,7 +25,8 @@ afterAll(async () => {
   await provider?.stop()
 })
 
-const inspect = (params: string) => GET(`/pipeline/Pipelines('people')/DataPipelineManagementService.inspectData(${params})`)
+// inspectData needs PipelineAdmin: the fixture's mocked admin
+const inspect = (params: string) => test$.GET(`/pipeline/Pipelines('people')/DataPipelineManagementService.inspectData(${params})`, { auth: { username: 'admin', password: 'admin' } })
 
 /** Console output while `fn` runs and for `settle` ms after (the audit log is queued). */
 async function consoleDuring(fn: () => Promise<unknown>, settle = 1500): Promise<string> {

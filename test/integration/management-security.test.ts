@@ -11,7 +11,7 @@ import { FIXTURES } from '../helpers/apps'
 import { BOUND as B, client, errorOf, jsonValue } from '../helpers/management'
 
 const test$ = cds.test(path.join(FIXTURES, 'management-locked'))
-const http = client(() => (test$ as unknown as { axios: any }).axios)
+const http = client(() => (test$ as unknown as { axios: any }).axios, null) // anonymous unless a call names a user
 const basic = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user}`).toString('base64')}` })
 const admin = basic('admin')
 const viewer = basic('viewer')

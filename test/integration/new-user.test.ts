@@ -62,8 +62,12 @@ function recordingProxy(target: string): Promise<RecordingProxy> {
   })))
 }
 
+/** README "Security": /pipeline needs a role; the project's mocked user `admin` holds PipelineAdmin. */
+const ADMIN = { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` }
+
 async function http_(method: string, url: string, body?: object): Promise<{ status: number; body: any; text: string }> {
-  const response = await fetch(url, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+  const auth = new URL(url).pathname.startsWith('/pipeline/') ? ADMIN : {}
+  const response = await fetch(url, { method, headers: { ...auth, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined })
   const text = await response.text()
   let parsed: unknown
   try { parsed = JSON.parse(text) } catch { parsed = undefined }
@@ -252,6 +256,8 @@ describe('a new user: cds init → cds import → npm add → annotate → cds d
     write(file('srv/pipeline-api.cds'), "using from 'cap-data-pipeline/srv/management';\n")
     const pkg = readJson(file('package.json'))
     pkg.cds.requires['data-pipeline'] = { management: { reuse: { api: true, console: true } } }
+    // README "Security": mocked users holding the plugin's roles, for development only
+    pkg.cds.requires['[development]'] = { auth: { kind: 'mocked', users: { admin: { password: 'admin', roles: ['PipelineAdmin'] }, viewer: { password: 'viewer', roles: ['PipelineViewer'] } } } }
     writeJson(file('package.json'), pkg)
     const cdsrc = readJson(file('.cdsrc.json'))
     cdsrc.requires.LegacyApi = { kind: 'rest', credentials: { url: rest.url, headers: { 'x-api-key': API_KEY } } }

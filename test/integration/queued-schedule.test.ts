@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
+import { basicAuth } from '../helpers/management'
 import { sleep, waitFor } from '../helpers/wait'
 
 const require = createRequire(import.meta.url)
@@ -52,7 +53,9 @@ function client(app: RunningApp) {
     const body = (await response.json()) as { value?: T } & T
     return (body.value !== undefined ? body.value : body) as T
   }
-  const post = (url: string, body: object) => fetch(`${app.url}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  // /pipeline needs a role: the fixture's mocked admin (PipelineAdmin)
+  const admin = { headers: basicAuth('admin') }
+  const post = (url: string, body: object) => fetch(`${app.url}${url}`, { method: 'POST', headers: { 'content-type': 'application/json', ...admin.headers }, body: JSON.stringify(body) })
   const B = (name: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService`
   return {
     tasks: async (name?: string): Promise<Task[]> =>
@@ -63,8 +66,8 @@ function client(app: RunningApp) {
     execute: async (body: object): Promise<{ keys: string[]; name: string; runId: string | null }> =>
       JSON.parse(await json<string>(await post('/queued/execute', body), 'execute')),
     liveChangeSupported: async (name: string): Promise<boolean> => json<boolean>(await fetch(`${app.url}/queued/liveChangeSupported(name='${name}')`), 'liveChangeSupported'),
-    pipeline: async (name: string): Promise<{ schedule: string | null; overrides: string | null }> => json(await fetch(`${app.url}/pipeline/Pipelines('${name}')`), 'pipeline'),
-    configView: async (name: string) => JSON.parse(await json<string>(await fetch(`${app.url}${B(name)}.configView()`), 'configView')) as {
+    pipeline: async (name: string): Promise<{ schedule: string | null; overrides: string | null }> => json(await fetch(`${app.url}/pipeline/Pipelines('${name}')`, admin), 'pipeline'),
+    configView: async (name: string) => JSON.parse(await json<string>(await fetch(`${app.url}${B(name)}.configView()`, admin), 'configView')) as {
       overrides: Record<string, unknown>; meta: { scheduleLiveChangeSupported: boolean }; effective: { schedule: string | null }
     },
     setSchedule: (name: string, body: object) => post(`${B(name)}.setSchedule`, body),

@@ -13,6 +13,7 @@
  */
 import path from 'node:path'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { basicAuth } from '../helpers/management'
 import { createDatabase, deployTo, dropDatabase, pgQuery, postgresEnv, randomDatabaseName } from '../helpers/postgres'
 import { sleep, waitFor } from '../helpers/wait'
 
@@ -68,7 +69,8 @@ async function startCluster(label: string, env: Record<string, string> = {}): Pr
   return { database, instances, close }
 }
 
-const json = { 'content-type': 'application/json' }
+// /pipeline needs a role: the fixture's mocked admin (PipelineAdmin)
+const json = { 'content-type': 'application/json', ...basicAuth('admin') }
 
 async function execute(app: RunningApp, body: Record<string, unknown>): Promise<{ status: number; body: { runId?: string; error?: { code: string; message: string } } }> {
   const response = await fetch(`${app.url}/pipeline/execute`, { method: 'POST', headers: json, body: JSON.stringify(body) })
@@ -76,7 +78,7 @@ async function execute(app: RunningApp, body: Record<string, unknown>): Promise<
 }
 
 async function get<T>(app: RunningApp, url: string): Promise<T> {
-  const response = await fetch(`${app.url}${url}`)
+  const response = await fetch(`${app.url}${url}`, { headers: basicAuth('admin') })
   if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${await response.text()}`)
   return (await response.json()) as T
 }

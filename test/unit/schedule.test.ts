@@ -7,6 +7,8 @@ import {
   majorVersion, nextCronTime, parseCron, parseDuration, parseSchedule, queuedTaskName, scheduleLabel, scheduleLiveChangeSupported, SpawnTimer,
 } from '../../lib/engine/schedule'
 import { PipelineError } from '../../lib/pipeline/errors'
+import cds from '@sap/cds'
+import { cronShortestGap } from '../../lib/engine/schedule'
 
 function thrown(fn: () => unknown): PipelineError {
   try {
@@ -49,7 +51,7 @@ describe('parseDuration', () => {
 describe('parseSchedule', () => {
   test('integer milliseconds', () => {
     expect(parseSchedule(1500)).toEqual({ every: 1500, engine: 'spawn' })
-    expect(parseSchedule(300)).toEqual({ every: 300, engine: 'spawn' })
+    expect(parseSchedule(1000)).toEqual({ every: 1000, engine: 'spawn' })
   })
 
   test('{ every } with a duration string or ms', () => {
@@ -237,5 +239,66 @@ describe('SpawnTimer', () => {
     await vi.advanceTimersByTimeAsync(260)
     expect(ticks).toBe(5)
     timer.stop()
+  })
+})
+
+describe('schedule bounds (issue 20: 1 ms and 2^31 ms were accepted; Node fires a longer timer after 1 ms)', () => {
+  const settings = () => (cds.env.requires as Record<string, { schedules?: unknown } | undefined>)['data-pipeline']!
+  let saved: unknown
+  beforeEach(() => { saved = settings().schedules })
+  afterEach(() => { settings().schedules = saved })
+
+  test.each([
+    [1, 'schedule'], [999, 'schedule'], ['500ms', 'schedule'], ['0.5s', 'schedule'],
+    [{ every: 1 }, 'schedule.every'], [{ every: '999ms', engine: 'queued' }, 'schedule.every'],
+  ] as const)('below the default minimum of 1 s: %j → 400 naming %s', (input, key) => {
+    const error = thrown(() => parseSchedule(input as never))
+    expect(error).toMatchObject({ code: 'INVALID_CONFIG', status: 400, target: key })
+    expect(error.message).toMatch(/below the minimum schedule interval of 1000 ms \(cds\.requires\['data-pipeline'\]\.schedules\.minInterval\)/)
+  })
+
+  test.each([
+    [99_999_999_999, 'schedule'], [2 ** 31, 'schedule'], ['25d', 'schedule'], [{ every: '30d', engine: 'queued' }, 'schedule.every'],
+  ] as const)('above the longest timer (2^31-1 ms): %j → 400 naming %s', (input, key) => {
+    const error = thrown(() => parseSchedule(input as never))
+    expect(error).toMatchObject({ code: 'INVALID_CONFIG', target: key })
+    expect(error.message).toMatch(/exceeds the longest schedule interval, 2147483647 ms/)
+  })
+
+  test('the bounds themselves, duration strings and cron are accepted', () => {
+    expect(parseSchedule(1000).every).toBe(1000)
+    expect(parseSchedule('1s').every).toBe(1000)
+    expect(parseSchedule(2 ** 31 - 1).every).toBe(2 ** 31 - 1)
+    expect(parseSchedule({ every: '24d', engine: 'queued' }).every).toBe(24 * 86_400_000)
+    expect(parseSchedule('* * * * *').cron).toBe('* * * * *')
+  })
+
+  test('schedules.minInterval configures the minimum (ms or a duration); a cron firing more often is refused; an invalid setting keeps the default', () => {
+    settings().schedules = { minInterval: 100 }
+    expect(parseSchedule(100).every).toBe(100)
+    expect(thrown(() => parseSchedule(99)).message).toMatch(/minimum schedule interval of 100 ms/)
+    settings().schedules = { minInterval: '5m' }
+    expect(thrown(() => parseSchedule('2m')).target).toBe('schedule')
+    expect(parseSchedule('5m').every).toBe(300_000)
+    expect(thrown(() => parseSchedule('*/2 * * * *')).message).toMatch(/'\*\/2 \* \* \* \*' fires 120 s apart, below the minimum schedule interval of 300000 ms/)
+    expect(thrown(() => parseSchedule({ cron: '0,1 3 * * *' })).target).toBe('schedule.cron')
+    expect(parseSchedule('*/5 * * * *').cron).toBe('*/5 * * * *')
+    settings().schedules = { minInterval: 'often' }
+    expect(thrown(() => parseSchedule(999)).message).toMatch(/minimum schedule interval of 1000 ms/)
+  })
+
+  test('cronShortestGap: within a day and across midnight', () => {
+    expect(cronShortestGap('* * * * *')).toBe(60_000)
+    expect(cronShortestGap('*/15 * * * *')).toBe(15 * 60_000)
+    expect(cronShortestGap('0 2 * * *')).toBe(86_400_000)
+    expect(cronShortestGap('0 0,12 * * *')).toBe(12 * 3_600_000)
+    expect(cronShortestGap('59 23 * * *')).toBe(86_400_000)
+    expect(cronShortestGap('0,59 0,23 * * *')).toBe(60_000)
+    expect(cronShortestGap('50 0,1 * * *')).toBe(60 * 60_000)
+  })
+
+  test('a cron whose label would not fit the tracker column (String(255)) is refused', () => {
+    const list = Array.from({ length: 60 }, (_, i) => i).join(',')
+    expect(thrown(() => parseSchedule(`${list} ${Array.from({ length: 24 }, (_, i) => i).join(',')} 1,2,3,4,5,6,7,8,9,10 * *`)).message).toMatch(/at most 255/)
   })
 })

@@ -12,10 +12,14 @@
  * `entityCache.baseDir`, default the project root). Requests without a tenant use
  * `entityCache.defaultTenant` (`default`). Loads are single flight per tenant and entity.
  *
- * A tenant id becomes part of a file name only after it was checked (`storeFile`): letters,
- * digits, `.`, `_` and `-`, not starting with `.`, at most `MAX_TENANT_ID_LENGTH` characters —
- * anything else (`../x`, `/`, `\`, NUL, `.`, `..`, empty, overlong) is rejected, never rewritten
- * (a rewrite could make two tenants share one file). The resolved path must also stay inside
+ * When the remote answer can depend on the caller (scope.ts: a forwarded token, `$user` in a
+ * where or `@restrict`), each user of each tenant gets a copy of its own (a table per caller in
+ * the store); otherwise one copy serves every user of the store.
+ *
+ * A tenant id becomes part of a file name only after it was checked (`storeFile`) by the one
+ * validator of tenant ids (lib/security/tenant-id.ts) — anything else (`../x`, `/`, `\`, NUL,
+ * `.`, `..`, empty, overlong) is rejected, never rewritten (a rewrite could make two tenants
+ * share one file). The resolved path must also stay inside
  * `baseDir`. A request whose tenant is rejected fails with 400 naming the tenant; a
  * configuration that cannot give each tenant its own file inside `baseDir` (an invalid
  * `defaultTenant`, a `urlTemplate` without `{tenant}` or leading out of `baseDir`) with 500.
@@ -27,6 +31,10 @@ import { LOGGER } from '../../constants.js'
 import { isAssociationElement, entityNamed, type CacheOptions, type DelegateInfo, type LinkedElement } from '../delegate/model.js'
 import type { RemoteResult, Row } from '../delegate/remote.js'
 import { FederationRequestError } from '../delegate/expand.js'
+import { callerKey, callerScope } from './scope.js'
+import { invalidTenantId, shownTenant as shown } from '../../security/tenant-id.js'
+
+export { invalidTenantId, MAX_TENANT_ID_LENGTH } from '../../security/tenant-id.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -58,26 +66,6 @@ export function entityCacheSettings(): EntityCacheSettings {
     defaultTenant: typeof merged.defaultTenant === 'string' ? merged.defaultTenant : 'default',
     baseDir: typeof merged.baseDir === 'string' ? merged.baseDir : (cds as unknown as { root: string }).root,
   }
-}
-
-/** The longest tenant id that may become part of an entity cache file name. */
-export const MAX_TENANT_ID_LENGTH = 128
-
-const TENANT_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/
-
-/** A tenant id for messages: quoted, control characters escaped, long ids shortened. */
-function shown(tenant: string): string {
-  const text = JSON.stringify(tenant.length > 40 ? `${tenant.slice(0, 40)}…` : tenant)
-  return tenant.length > 40 ? `${text} (${tenant.length} characters)` : text
-}
-
-/** Why a tenant id cannot name a store file, or undefined when it can. */
-export function invalidTenantId(tenant: unknown): string | undefined {
-  if (typeof tenant !== 'string' || tenant === '') return 'it is empty'
-  if (tenant.length > MAX_TENANT_ID_LENGTH) return `it is longer than ${MAX_TENANT_ID_LENGTH} characters`
-  if (tenant === '.' || tenant === '..') return 'it is a relative directory name'
-  if (!TENANT_ID.test(tenant)) return "only letters, digits, '.', '_' and '-' are allowed, and it must not start with '.'"
-  return undefined
 }
 
 /**
@@ -152,6 +140,14 @@ export interface EntityCacheStats {
   hits: number
 }
 
+/** Marks the table of one caller's copy: `<entity>.__caller_<hash of tenant and user>`. */
+const CALLER_TABLE = '.__caller_'
+
+/** The cache table of the current request: the shared copy, or the caller's own (scope.ts). */
+function tableOf(info: DelegateInfo): string {
+  return callerScope(info).perUser ? `${info.entity}${CALLER_TABLE}${callerKey()}` : info.entity
+}
+
 export class EntityCache {
   private stores = new Map<string, Promise<Store>>()
   private expires = new Map<string, number>()
@@ -196,37 +192,37 @@ export class EntityCache {
   }
 
   /** Creates the cache table of an entity in a store (dropping one left by an earlier process). */
-  private async ensureTable(store: Store, entity: string): Promise<void> {
-    if (store.definitions[entity]) return
+  private async ensureTable(store: Store, entity: string, table = entity): Promise<void> {
+    if (store.definitions[table]) return
     const c = cds as unknown as { linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object }; to: { sql(csn: object): string[] } } }
     const definition = cacheDefinition(entity)
-    const ddl = c.compile.to.sql({ definitions: { [entity]: definition } } as object)
+    const ddl = c.compile.to.sql({ definitions: { [table]: definition } } as object)
     await store.db.tx(async tx => {
-      await tx.run(`DROP TABLE IF EXISTS ${entity.replace(/\./g, '_')}`)
+      await tx.run(`DROP TABLE IF EXISTS ${table.replace(/\./g, '_')}`)
       for (const statement of ddl) await tx.run(statement)
     })
-    store.definitions[entity] = definition
+    store.definitions[table] = definition
     store.db.model = c.linked(c.compile.for.nodejs({ definitions: { ...store.definitions } }))
   }
 
-  private async refresh(store: Store, tenant: string, info: DelegateInfo, options: CacheOptions, loadAll: (columns: string[]) => Promise<Row[]>): Promise<void> {
-    const id = `${tenant}|${info.entity}`
+  private async refresh(store: Store, tenant: string, table: string, info: DelegateInfo, options: CacheOptions, loadAll: (columns: string[]) => Promise<Row[]>): Promise<void> {
+    const id = `${tenant}|${table}`
     if ((this.expires.get(id) ?? 0) > Date.now()) return
     let pending = this.loading.get(id)
     if (!pending) {
       pending = (async () => {
         this.stats.loads++
-        await this.ensureTable(store, info.entity)
+        await this.ensureTable(store, info.entity, table)
         const columns = Object.keys(scalarElements(info.entity))
         const rows = await loadAll(columns)
         const entries = rows.map(row => Object.fromEntries(columns.map(c => [c, row[c] ?? null])))
         const { DELETE, INSERT } = (cds as unknown as { ql: { DELETE: { from(e: string): object }; INSERT: { into(e: string): { entries(r: object[]): object } } } }).ql
         await store.db.tx(async tx => {
-          await tx.run(DELETE.from(info.entity))
-          if (entries.length) await tx.run(INSERT.into(info.entity).entries(entries))
+          await tx.run(DELETE.from(table))
+          if (entries.length) await tx.run(INSERT.into(table).entries(entries))
         })
         this.expires.set(id, Date.now() + options.ttl)
-        if (LOG._debug) LOG.debug(`entity cache of '${info.entity}' (tenant '${tenant}') loaded: ${entries.length} rows`)
+        if (LOG._debug) LOG.debug(`entity cache of '${info.entity}' (tenant '${tenant}'${table === info.entity ? '' : ', one caller'}) loaded: ${entries.length} rows`)
       })().finally(() => this.loading.delete(id))
       this.loading.set(id, pending)
     }
@@ -237,11 +233,12 @@ export class EntityCache {
   async read(info: DelegateInfo, options: CacheOptions, select: Record<string, unknown>, loadAll: (columns: string[]) => Promise<Row[]>): Promise<RemoteResult> {
     const { tenant, origin } = this.tenantOfRequest(options)
     const store = await this.store(tenant, origin)
-    const fresh = (this.expires.get(`${tenant}|${info.entity}`) ?? 0) > Date.now()
-    await this.refresh(store, tenant, info, options, loadAll)
+    const table = tableOf(info)
+    const fresh = (this.expires.get(`${tenant}|${table}`) ?? 0) > Date.now()
+    await this.refresh(store, tenant, table, info, options, loadAll)
     if (fresh) this.stats.hits++
     const local = JSON.parse(JSON.stringify(select)) as Record<string, unknown>
-    local.from = { ref: [info.entity] }
+    local.from = { ref: [table] }
     if (Array.isArray(local.search)) {
       // $search as a filter on the string elements: the database's own search would look the
       // entity up in the application's model, not in the store's
@@ -258,7 +255,9 @@ export class EntityCache {
 
   /** Marks an entity's copy stale in the current tenant's store (after a write through the proxy). */
   invalidate(info: DelegateInfo, options: CacheOptions): void {
-    this.expires.delete(`${this.tenantOf(options)}|${info.entity}`)
+    const prefix = `${this.tenantOf(options)}|${info.entity}`
+    // the shared copy and every caller's copy of the entity
+    for (const id of this.expires.keys()) if (id === prefix || id.startsWith(`${prefix}${CALLER_TABLE}`)) this.expires.delete(id)
   }
 
   /** Drops a tenant's store and, with file stores, its file (e.g. on unsubscribe). */

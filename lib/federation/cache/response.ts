@@ -2,7 +2,8 @@
  * The `response` cache of `@federation.delegate: { cache: { ttl } }`: the outbound remote call
  * of a delegated read — rows after server paging, expand payload of the same remote included —
  * keyed by the full query shape (entity, columns, filter, order, paging, expand, `$count`,
- * `$search`) plus tenant, locale and, when the remote call carries the user's identity, user.
+ * `$search`) plus tenant, locale and, when the remote answer can depend on the caller (the
+ * binding forwards the user's identity, `$user` in a where or `@restrict`: scope.ts), user and tenant.
  *
  * Concurrent misses for one key share a single remote load (single flight). Every caller gets
  * its own copy, so stitching local data into a result never changes what is cached. Entries
@@ -13,6 +14,7 @@ import cds from '@sap/cds'
 import type { CacheOptions, DelegateInfo } from '../delegate/model.js'
 import type { RemoteResult } from '../delegate/remote.js'
 import { delegateSettings } from '../delegate/keys.js'
+import { callerKey, callerScope } from './scope.js'
 
 interface Entry {
   value: RemoteResult
@@ -43,13 +45,6 @@ export function tenantPart(options: CacheOptions): string {
   return options.tenantScoped ? (context().tenant ?? '') : '*'
 }
 
-/** Whether the remote call of this binding carries the user's identity (then responses are per user). */
-function userScoped(info: DelegateInfo): boolean {
-  const conf = (cds as unknown as { env: { requires: Record<string, { credentials?: Record<string, unknown> } | undefined> } }).env.requires[info.remoteService]
-  const credentials = conf?.credentials ?? {}
-  return credentials.forwardAuthToken === true || typeof credentials.destination === 'string'
-}
-
 export class ResponseCache {
   private entries = new Map<string, Entry>()
   private inflight = new Map<string, Promise<RemoteResult>>()
@@ -58,9 +53,10 @@ export class ResponseCache {
   keyOf(info: DelegateInfo, options: CacheOptions, select: unknown): { key: string; tag: string } {
     const ctx = context()
     const tenant = tenantPart(options)
-    const user = userScoped(info) ? (ctx.user?.id ?? '') : undefined
+    // per user and tenant when the remote answer can depend on the caller (scope.ts)
+    const caller = callerScope(info).perUser ? callerKey() : null
     const tag = `${tenant}|${info.entity}`
-    return { key: JSON.stringify([tag, ctx.locale ?? '', user ?? null, select]), tag }
+    return { key: JSON.stringify([tag, ctx.locale ?? '', caller, select]), tag }
   }
 
   async get(info: DelegateInfo, options: CacheOptions, select: unknown, load: () => Promise<RemoteResult>): Promise<RemoteResult> {

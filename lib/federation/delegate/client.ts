@@ -42,6 +42,8 @@ export function plainBinding(destination: unknown): boolean {
   if (!destination || typeof destination !== 'object') return false // a destination name: resolved by the Cloud SDK
   const credentials = destination as Record<string, unknown>
   if (typeof credentials.url !== 'string' || !/^https?:\/\//i.test(credentials.url)) return false
+  // user info in the URL: Node's fetch refuses such URLs (the Cloud SDK sends them as Basic auth)
+  if (/^https?:\/\/[^/?#]*@/i.test(credentials.url)) return false
   if (!Object.keys(credentials).every(key => PLAIN.has(key))) return false
   if (!PLAIN_AUTHENTICATION.has(credentials.authentication as string | undefined)) return false
   return !PROXY_VARIABLES.some(name => process.env[name])

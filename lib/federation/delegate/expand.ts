@@ -14,7 +14,7 @@
  */
 import cds from '@sap/cds'
 import {
-  delegationOf, isAssociationElement, isToMany, joinPairs, keyFields, sideOf, targetOf,
+  delegationOf, fenced, isAssociationElement, isToMany, joinPairs, keyFields, sideOf, targetOf,
   type JoinPair, type LinkedElement, type LinkedEntity,
 } from './model.js'
 import { and, chunk, delegateSettings, distinctTuples, keyPredicate, tupleId, type Token, type Tuple } from './keys.js'
@@ -103,8 +103,9 @@ function visit(entity: LinkedEntity, columns: Array<Column | '*'>, path: string[
       continue
     }
     const alias = column.as ?? name
-    if (sideOf(target) === side) {
-      // stays on this side: look for boundary crossings further down
+    if (sideOf(target) === side && !fenced(target)) {
+      // stays on this side: look for boundary crossings further down (a delegate with a where
+      // is stitched instead: CAP's expand at the remote would drop its where)
       const nested = visit(target, [...column.expand], [...path, alias], plan)
       kept.push({ ...column, expand: nested })
       continue

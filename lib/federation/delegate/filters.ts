@@ -11,7 +11,7 @@
  * unbounded URL.
  */
 import {
-  isAssociationElement, joinPairs, sideOf, targetOf,
+  fenced, isAssociationElement, joinPairs, sideOf, targetOf,
   type LinkedElement, type LinkedEntity,
 } from './model.js'
 import { delegateSettings, distinctTuples, keyPredicate, matchesNothing, type Token } from './keys.js'
@@ -37,7 +37,8 @@ function crossing(entity: LinkedEntity, ref: Step[]): LinkedElement | undefined 
     if (!isAssociationElement(element)) return undefined
     const target = targetOf(element)
     if (!target) return undefined
-    if (sideOf(target) !== side) {
+    // a delegate with a where answers for itself (its where applies), like another side
+    if (sideOf(target) !== side || fenced(target)) {
       if (i === 0) return element
       throw new FederationRequestError(400, `Path '${ref.map(stepName).join('/')}' of '${entity.name}' crosses the federation boundary below its first step; filter through '${stepName(ref[i])}' of '${current.name}' directly`)
     }
@@ -51,7 +52,7 @@ function crossingExists(entity: LinkedEntity, ref: Step[]): LinkedElement | unde
   const element = entity.elements[stepName(ref[0])]
   if (!isAssociationElement(element)) return undefined
   const target = targetOf(element)
-  if (!target || sideOf(target) === sideOf(entity)) return undefined
+  if (!target || (sideOf(target) === sideOf(entity) && !fenced(target))) return undefined
   if (ref.length > 1) throw new FederationRequestError(400, `Lambda path '${ref.map(stepName).join('/')}' of '${entity.name}' crosses the federation boundary; use a single navigation step`)
   return element
 }

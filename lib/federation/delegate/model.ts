@@ -11,6 +11,8 @@ import cds from '@sap/cds'
 import { ANNOTATIONS, DELEGATE_CACHE_STRATEGIES, DELEGATE_DEFAULTS, type DelegateCacheStrategy } from '../../constants.js'
 import { annotationValue } from '../annotations.js'
 import { projectionSource } from '../../model/csn.js'
+import { compileViewWhere, levelWhere, mapLevel, type LevelWhere, type ViewWhere } from './where.js'
+import type { Token } from './keys.js'
 
 /** The parts of CAP's linked definitions read here. */
 export interface LinkedElement {
@@ -44,7 +46,8 @@ export interface LinkedEntity {
 }
 
 interface ProjectionClause {
-  from?: { ref?: Array<string | { id: string }> }
+  from?: { ref?: Array<string | { id: string }>; as?: string }
+  where?: Token[]
   columns?: Array<'*' | { ref?: Array<string | { id: string }>; as?: string; [other: string]: unknown }>
 }
 
@@ -74,6 +77,8 @@ export interface DelegateInfo {
   /** remote element → consumer element. */
   inverse: Map<string, string>
   options: DelegateOptions
+  /** The views' where along the chain, in remote names (where.ts); undefined when none. */
+  where?: ViewWhere
 }
 
 /** One element pair an association joins on: `parent[source] = child[target]`. */
@@ -123,6 +128,22 @@ export function remoteBindingOf(serviceName: string): string | undefined {
   }
   const def = model()?.definitions[serviceName] as Record<string, unknown> | undefined
   return def?.['@cds.external'] ? serviceName : undefined
+}
+
+/** The kind of a remote binding (`odata`, `odata-v2`, `hcql`, …). */
+function bindingKind(binding: string): string | undefined {
+  const conf = requires()[binding]
+  if (!conf || typeof conf !== 'object') return undefined
+  const kind = typeof conf.kind === 'object' ? Object.keys(conf.kind).find(k => REMOTE_KINDS.has(k)) : conf.kind
+  return kind === 'odata-v4' ? 'odata' : kind
+}
+
+/** A projection's own where (refs in its source's names), with the alias its refs may carry. */
+function ownWhere(def: LinkedEntity): { tokens: Token[]; alias: string | undefined } | undefined {
+  const select = def.projection ?? def.query?.SELECT
+  if (!Array.isArray(select?.where) || !select.where.length) return undefined
+  const source = projectionSource(def)
+  return { tokens: select.where, alias: select.from?.as ?? source?.slice(source.lastIndexOf('.') + 1) }
 }
 
 /** The entity a projection selects from (single source only). */
@@ -187,6 +208,8 @@ function delegateAnnotation(def: LinkedEntity): unknown {
  */
 function computeDelegation(entity: LinkedEntity): DelegateInfo | undefined {
   let annotation: unknown
+  // the wheres met so far, in the current level's element names (where.ts)
+  let wheres: LevelWhere[] = []
   const renames = new Map<string, string>()
   for (const name of Object.keys(entity.elements)) renames.set(name, name)
   let def: LinkedEntity | undefined = entity
@@ -206,11 +229,15 @@ function computeDelegation(entity: LinkedEntity): DelegateInfo | undefined {
         renames,
         inverse,
         options: parseOptions(annotation, entity),
+        where: compileViewWhere(entity.name, wheres, bindingKind(binding)),
       }
     }
     const source = sourceOf(def)
     if (!source) return undefined
     const sources = columnSources(def)
+    wheres = wheres.map(level => mapLevel(level, name => sources.get(name)))
+    const own = ownWhere(def)
+    if (own) wheres.push(levelWhere(def.name, own.tokens, own.alias))
     for (const [local, current] of renames) {
       const next = sources.get(current)
       if (next) renames.set(local, next)
@@ -260,6 +287,15 @@ export function delegationOf(entity: string | LinkedEntity | undefined): Delegat
   const name = typeof entity === 'string' ? entity : entity.name
   const info = registry.lookup(name)
   return info && info.entity === name ? info : undefined
+}
+
+/**
+ * Whether an entity is a delegate with a where of its own: a path, expand or filter through an
+ * association into it is resolved through the application service (so its where applies), never
+ * left to CAP's resolution at the remote, which would drop the where.
+ */
+export function fenced(entity: string | LinkedEntity | undefined): boolean {
+  return Boolean(delegationOf(entity)?.where)
 }
 
 /** Where an entity's rows live: `local` or the name of the remote service binding. */

@@ -6,7 +6,7 @@
  * query that remains targets one entity with that key filter AND the client's `$filter`
  * (parenthesized), so `$filter`, `$select`, `$orderby` and `$top` apply as usual.
  */
-import { entityNamed, isAssociationElement, joinPairs, sideOf, targetOf, type LinkedEntity } from './model.js'
+import { entityNamed, fenced, isAssociationElement, joinPairs, sideOf, targetOf, type LinkedEntity } from './model.js'
 import { and, distinctTuples, keyPredicate, type Token } from './keys.js'
 import { FederationRequestError, stepName, type QueryRunner } from './expand.js'
 import type { Row } from './remote.js'
@@ -33,13 +33,13 @@ export function entitiesOf(ref: Step[]): LinkedEntity[] | undefined {
   return entities
 }
 
-/** Whether a `from` path touches more than one side. */
+/** Whether a `from` path touches more than one side, or a delegate with a where (model.ts `fenced`). */
 export function crossesSides(ref: Step[] | undefined): boolean {
   if (!ref || ref.length < 2) return false
   const entities = entitiesOf(ref)
   if (!entities) return false
   const side = sideOf(entities[0])
-  return entities.some(e => sideOf(e) !== side)
+  return entities.some(e => sideOf(e) !== side || fenced(e))
 }
 
 /**

@@ -25,6 +25,9 @@ import { connectRemote, fetchRemote, passOn, remoteStatus, type RemoteResult, ty
 import { and, type Token } from './keys.js'
 import { responseCache } from '../cache/response.js'
 import { entityCache } from '../cache/entity.js'
+import { logCacheScope } from '../cache/scope.js'
+import { publicError, withCorrelation } from '../../security/redact.js'
+import { ViewWhereError } from './where.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -44,7 +47,7 @@ interface Request {
   query?: { SELECT?: Select; INSERT?: unknown; UPDATE?: unknown; DELETE?: unknown; UPSERT?: unknown }
   target?: LinkedEntity
   data?: unknown
-  reject(status: number, message: string): never
+  reject(status: number | { status: number; code: string; message: string; target?: string }, message?: string): never
 }
 
 type Next = () => Promise<unknown>
@@ -178,6 +181,7 @@ async function delegatedWrite(req: Request): Promise<unknown> {
     throw new FederationRequestError(405, `'${info.entity}' is delegated read-only (@federation.delegate: { readonly: true }); ${req.event} is not allowed`)
   const crossing = crossingPayload(req.target!, req.data)
   if (crossing) throw new FederationRequestError(400, `'${crossing}' of '${info.entity}' is not stored at ${info.remoteService}; write it through its own entity`)
+  if (info.where && req.event !== 'CREATE') await assertInWhere(info, req)
   const remote = await connectRemote(info)
   try {
     return await passOn(() => remote.run(req.query))
@@ -186,9 +190,37 @@ async function delegatedWrite(req: Request): Promise<unknown> {
   }
 }
 
+/**
+ * An update or delete through a delegate with a where touches only a row the where lets the
+ * caller read (CAP's resolution of the write drops the where as it does for reads): else 404.
+ */
+async function assertInWhere(info: DelegateInfo, req: Request): Promise<void> {
+  const q = req.query as { UPDATE?: { entity?: Select['from'] }; DELETE?: { from?: Select['from'] }; UPSERT?: unknown } | undefined
+  const target = q?.UPDATE?.entity ?? q?.DELETE?.from
+  const step = target?.ref?.length === 1 ? target.ref[0] : undefined
+  const where = typeof step === 'object' ? step.where : undefined
+  if (!where?.length || (q?.UPDATE as { where?: unknown } | undefined)?.where || (q?.DELETE as { where?: unknown } | undefined)?.where)
+    throw new FederationRequestError(400, `'${info.entity}' has a where: ${req.event} through it is allowed by key only`)
+  const found = await fetchRemote(info, { SELECT: { from: { ref: [{ id: info.entity, where }] }, one: true } })
+  if (!found.rows.length) throw new FederationRequestError(404, `No '${info.entity}' entry matches the key`)
+}
+
+/**
+ * The answer to a failed request: credentials redacted, no SQL; a 5xx names the correlation id
+ * under which the detail is logged. Always a fresh error: a remote error carries its request
+ * (URL, headers), which CAP would otherwise serialize.
+ */
 function reject(req: Request, error: unknown): never {
-  if (error instanceof FederationRequestError) return req.reject(error.status, error.message)
-  throw error
+  const shown = publicError(error, req.target?.name ? `'${req.target.name}'` : undefined)
+  const e = error as { status?: unknown; statusCode?: unknown; code?: unknown; target?: unknown }
+  const given = Number(e?.status ?? e?.statusCode)
+  const status = given >= 400 && given < 600 ? given : 500
+  if (status < 500 && !shown.database) {
+    const code = typeof e?.code === 'string' ? e.code : String(status)
+    return req.reject({ status, code, message: shown.message, ...(typeof e?.target === 'string' ? { target: e.target } : {}) })
+  }
+  LOG.error(`${req.event} of '${req.target?.name}' failed [correlation id ${shown.correlationId}]: ${shown.detail}`)
+  return req.reject({ status, code: String(status), message: withCorrelation(shown.message, shown.correlationId) })
 }
 
 /** Registers ON handlers just ahead of CAP's generic CRUD handler (or first when there is none). */
@@ -220,6 +252,7 @@ export function attachDelegation(srv: ApplicationService): { delegated: string[]
     delegated.push(entity.name)
     delegatedInfos.set(info.entity, info)
     registry.register(info)
+    logCacheScope(info)
   }
   for (const entity of entities) {
     const side = sideOf(entity)
@@ -267,6 +300,8 @@ export function registerDelegation(): void {
     try {
       attachDelegation(service)
     } catch (error) {
+      // a delegate whose where cannot be applied is refused: never serve the rows it excludes
+      if (error instanceof ViewWhereError) throw error
       // a side path: the service keeps serving its local entities
       LOG.error(`could not attach @federation.delegate handlers to ${service.name}:`, error)
     }

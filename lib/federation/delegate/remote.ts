@@ -12,6 +12,7 @@ import { entityNamed, isAssociationElement, registry, type DelegateInfo } from '
 import { prepareHcqlService } from '../../adapters/source/hcql.js'
 import { nativeFetch } from './client.js'
 import { withInList } from './inlist.js'
+import { matchesNoRow, resolveViewWhere, withViewWhere } from './where.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -114,8 +115,15 @@ export function toConsumerRow(row: Row, entityName: string): Row {
  * until the requested `$top` (or everything, when none) has arrived.
  */
 export async function fetchRemote(info: DelegateInfo, query: SelectQuery): Promise<RemoteResult> {
-  const remote = await connectRemote(info)
   const one = Boolean(query.SELECT.one)
+  // the view's where, for this caller: CAP's resolution would drop it (where.ts)
+  const where = info.where ? resolveViewWhere(info.where) : undefined
+  if (matchesNoRow(where)) return { rows: [], one, count: query.SELECT.count ? 0 : undefined }
+  const remote = await connectRemote(info)
+  return withViewWhere(remote, info.remoteEntity, where, () => fetchPages(info, remote, query, one))
+}
+
+async function fetchPages(info: DelegateInfo, remote: RemoteService, query: SelectQuery, one: boolean): Promise<RemoteResult> {
   const wanted = query.SELECT.limit?.rows?.val
   // `limit: null` (no paging by the application service) is not OData: leave it out
   const select = { ...query.SELECT }
