@@ -271,8 +271,14 @@ describe('the console shows what the role allows (headless Chromium, demo app)',
   })
 
   test('an answer 401 shows a readable message, not a raw error', async () => {
-    // not signed in: the service answers 401 (anonymous) to every call, permissions() included
+    // not signed in: the service's real answers (401 to anonymous), without the Basic challenge header
+    // (the browser's own login prompt: headless Chromium from @sparticuz closes on it)
     const context = await browser.newContext({ viewport: { width: 1680, height: 1050 } })
+    await context.route('**/pipeline/**', async route => {
+      const response = await route.fetch()
+      const headers = Object.fromEntries(Object.entries(response.headers()).filter(([name]) => name.toLowerCase() !== 'www-authenticate'))
+      await route.fulfill({ response, headers })
+    })
     const page = await context.newPage()
     const problems: string[] = []
     page.on('pageerror', error => problems.push(`page error: ${error.message}`))
