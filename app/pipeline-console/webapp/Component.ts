@@ -1,6 +1,7 @@
 import UIComponent from "sap/ui/core/UIComponent";
 import JSONModel from "sap/ui/model/json/JSONModel";
 import Device from "sap/ui/Device";
+import { createPermissionModel } from "./model/permissions";
 
 /**
  * @namespace pipeline.console
@@ -25,5 +26,7 @@ export default class Component extends UIComponent {
 			lastPoll: null,
 			progress: null
 		}), "ui");
+		// what the signed-in user's role allows (filled by the controller from permissions())
+		this.setModel(createPermissionModel(), "perm");
 	}
 }

@@ -28,7 +28,9 @@ import type { Switch$ChangeEvent } from "sap/m/Switch";
 import type { IconTabBar$SelectEvent } from "sap/m/IconTabBar";
 import type { FlexibleColumnLayout$StateChangeEvent } from "sap/f/FlexibleColumnLayout";
 import Api, { apiError } from "../model/Api";
+import { loadPermissions, readable } from "../model/permissions";
 import type { GraphData } from "../control/layout";
+import { display, number, parseJson, type ConfigField, type DriftReport, type FlowData, type InspectorFilter, type InspectResult, type Progress, type RejectsState, type SweepState } from "../model/types";
 import { duration, type HistoryRun } from "../control/HistoryChart";
 
 /** Poll intervals (SPEC "Limits"): 30 s while no pipeline runs, 3 s while any runs. */
@@ -37,93 +39,6 @@ export const POLL_RUNNING = 3000;
 const PREVIEW_ROWS = 10;
 /** Runs drawn by the history chart. */
 const HISTORY_RUNS = 20;
-/** The active run's progress (ui>/progress). */
-interface Progress {
-	created: number;
-	updated: number;
-	deleted: number;
-	processed: number;
-	expected: number | null;
-	percent: number | null;
-	rate: number | null;
-	remainingMs: number | null;
-	eta: string | null;
-	display: string;
-}
-
-interface ConfigField {
-	path: string;
-	coded: unknown;
-	override: unknown;
-	effective: unknown;
-	source: "override" | "coded" | "default";
-	overridable: boolean;
-	draft?: string;
-}
-
-interface InspectResult {
-	columns: Array<{ name: string; type: string }>;
-	rows: Array<Record<string, unknown>>;
-	hasMore: boolean;
-	limitedSupport: boolean;
-}
-
-interface FlowData extends GraphData {
-	deviations: Array<{ path: string; value: unknown; default: unknown }>;
-	hooks: Array<{ phase: string; event: string; scope: string; handler: string }>;
-	hasDeviations?: boolean;
-}
-
-interface DriftReport {
-	runId?: string;
-	source: string;
-	basis: string;
-	policy: string;
-	breaking: boolean;
-	checkedAt?: string;
-	changes: Array<{ change: string; column: string; target?: string; was?: string; now?: string; targetType?: string; breaking: boolean; message: string }>;
-	message?: string;
-}
-
-interface SweepState {
-	time?: string;
-	status?: "completed" | "failed";
-	deleted?: number;
-	sourceKeys?: number;
-	targetKeys?: number;
-	rows?: number;
-	durationMs?: number;
-	error?: string;
-}
-
-/** The run whose rejects the rejects table shows; unset: the pipeline's open rejects. */
-interface RejectsState {
-	name: string | null;
-	run: string | null;
-	runStart: string | null;
-	total: number;
-	title: string;
-}
-
-interface InspectorFilter {
-	field: string;
-	op: string;
-	value: string;
-}
-
-/** A JSON text (LargeString) parsed; null when empty or not JSON. */
-function parseJson<T>(value: unknown): T | null {
-	if (typeof value !== "string" || !value) return (value && typeof value === "object" ? value : null) as T | null;
-	try {
-		return JSON.parse(value) as T;
-	} catch {
-		return null;
-	}
-}
-
-const number = (value: unknown): string => Number(value ?? 0).toLocaleString("en-US");
-
-const display = (value: unknown): string => value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
 
 /**
  * The console: column 1 lists the pipelines and draws the landscape, column 2 shows one
@@ -145,9 +60,17 @@ export default class App extends Controller {
 		this.ui().setProperty("/inspector", this.emptyInspector("target"));
 		this.ui().setProperty("/fields", { progress: false, freshness: false });
 		this.ui().setProperty("/history", []);
+		void this.start();
+	}
+
+	/** What the role allows first: a user without a role sends no request the service would refuse. */
+	private async start(): Promise<void> {
+		const permissions = await loadPermissions(this.odata(), this.getOwnerComponent()!.getModel("perm") as JSONModel, this.bundle());
+		if (!permissions.view) return;
+		(this.control<Table>("pipelineTable").getBinding("items") as ODataListBinding | undefined)?.resume();
 		// first load, then poll; the progress and freshness fields are used when the service has them
 		void this.detectFields();
-		void this.poll();
+		await this.poll();
 	}
 
 	public onExit(): void {
@@ -182,7 +105,7 @@ export default class App extends Controller {
 
 	/** Shows an API error as a readable message (MessageBox with code, status and target). */
 	private showError(error: unknown): void {
-		const e = apiError(error);
+		const e = readable(apiError(error), (key, args) => this.text(key, args));
 		const details = [e.code, e.status ? `HTTP ${e.status}` : "", e.target ? `target: ${e.target}` : ""].filter(Boolean).join(" · ");
 		MessageBox.error(e.message, { title: this.text("errorTitle"), details: details || undefined });
 	}
@@ -426,8 +349,12 @@ export default class App extends Controller {
 			this.ui().setProperty("/running", [...running]);
 			this.ui().setProperty("/loadError", null);
 		} catch (error) {
-			this.ui().setProperty("/loadError", this.text("loadError", [apiError(error).message]));
+			this.loadError(error);
 		}
+	}
+
+	private loadError(error: unknown): void {
+		this.ui().setProperty("/loadError", this.text("loadError", [readable(apiError(error), (key, args) => this.text(key, args)).message]));
 	}
 
 	private async loadLandscape(): Promise<void> {
@@ -437,7 +364,7 @@ export default class App extends Controller {
 			for (const node of data.nodes) if (node.kind === "pipeline") node.running = running.has(node.key.replace(/^pipeline:/, ""));
 			this.ui().setProperty("/landscape", data);
 		} catch (error) {
-			this.ui().setProperty("/loadError", this.text("loadError", [apiError(error).message]));
+			this.loadError(error);
 		}
 	}
 
@@ -606,7 +533,8 @@ export default class App extends Controller {
 			? [new Filter("run_ID", FilterOperator.EQ, run.ID)]
 			: [new Filter("pipeline_name", FilterOperator.EQ, name), new Filter("status", FilterOperator.EQ, "open")];
 		binding.filter(new Filter({ filters, and: true }));
-		if (binding.isSuspended()) binding.resume();
+		// rejected records hold source data: only PipelineAdmin reads them
+		if (binding.isSuspended() && this.getOwnerComponent()!.getModel("perm")!.getProperty("/administer")) binding.resume();
 	}
 
 	private updateRejectsTitle(): void {
