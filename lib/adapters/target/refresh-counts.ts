@@ -67,6 +67,8 @@ export class RefreshSnapshot {
     const owned = this.owned.replace(' WHERE ', ' WHERE t.')
     try {
       const [after] = (await this.db.run(`SELECT count(*) AS n FROM ${this.table}${this.owned}`)) as Array<{ n: unknown }>
+      // a first copy (nothing before): every row is new, no join needed
+      if (!this.before) return { created: Number(after?.n ?? 0), updated: 0, unchanged: 0, deleted: 0 }
       const [match] = (await this.db.run(
         `SELECT count(*) AS matched, coalesce(sum(CASE WHEN ${identical} THEN 1 ELSE 0 END), 0) AS unchanged FROM ${this.table} t JOIN ${this.name} s ON ${on}${owned}`,
       )) as Array<{ matched: unknown; unchanged: unknown }>
