@@ -15,6 +15,8 @@ type Statistics {
   created : Integer default 0;
   updated : Integer default 0;
   deleted : Integer default 0;
+  /** Rows read that were present and identical, so not written (database targets; README "Statistics"). */
+  unchanged : Integer default 0;
   /** Records set aside by `onError: 'skip'` (PipelineRejects). */
   skipped : Integer default 0;
 }

@@ -18,6 +18,7 @@ service DataPipelineManagementService {
     created : Integer;
     updated : Integer;
     deleted : Integer;
+    unchanged : Integer;
     skipped : Integer;
   }
 

@@ -45,6 +45,8 @@ export interface WriteStatistics {
   created: number
   updated: number
   deleted: number
+  /** Rows present and identical, so not written (targets that can tell; present when counted). */
+  unchanged?: number
   /** Records set aside by `onError: 'skip'` (present on such pipelines only). */
   skipped?: number
 }
@@ -53,6 +55,8 @@ export interface WriteContext {
   runId: string
   mode: 'full' | 'delta' | 'partial-refresh'
   batchIndex: number
+  /** The run writes in one transaction (its truncate and every batch). */
+  atomic?: boolean
 }
 
 export interface AdapterContext {

@@ -159,6 +159,7 @@ export class RunRejects {
       statistics.created += stats.created
       statistics.updated += stats.updated
       statistics.deleted += stats.deleted
+      if (stats.unchanged) statistics.unchanged = (statistics.unchanged ?? 0) + stats.unchanged
     }
     statistics.skipped = rejects.length
     await this.record(rejects, written, tx)
@@ -236,7 +237,7 @@ export class RunRejects {
     try {
       const stats = target.isolate ? await target.isolate(writeAll) : await writeAll()
       written.push(...pairs)
-      return { created: Number(stats.created ?? 0), updated: Number(stats.updated ?? 0), deleted: Number(stats.deleted ?? 0) }
+      return { created: Number(stats.created ?? 0), updated: Number(stats.updated ?? 0), deleted: Number(stats.deleted ?? 0), unchanged: Number(stats.unchanged ?? 0) }
     } catch (error) {
       if (pairs.length === 1) {
         failures.push({ key: this.keyOf(pairs[0].target), phase: 'write', error: message(error), source: pairs[0].source, target: pairs[0].target, cause: error })
@@ -245,7 +246,7 @@ export class RunRejects {
       const half = Math.ceil(pairs.length / 2)
       const first = await this.write(pairs.slice(0, half), context, written, failures)
       const second = await this.write(pairs.slice(half), context, written, failures)
-      return { created: first.created + second.created, updated: first.updated + second.updated, deleted: first.deleted + second.deleted }
+      return { created: first.created + second.created, updated: first.updated + second.updated, deleted: first.deleted + second.deleted, unchanged: (first.unchanged ?? 0) + (second.unchanged ?? 0) }
     }
   }
 

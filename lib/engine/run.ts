@@ -188,9 +188,10 @@ export class PipelineRun {
       const endTime = new Date()
       const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, replay: request.replay, progress: this.meter.snapshot(0, 'completed') })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
-      LOG.info(`pipeline '${name}' ${request.mode} run completed: ${this.statistics.created} created, ${this.statistics.updated} updated, ${this.statistics.deleted} deleted`)
+      const { created, updated, unchanged, deleted, skipped } = this.statistics
+      LOG.info(`pipeline '${name}' ${request.mode} run completed: ${created} created, ${updated} updated, ${unchanged ?? 0} unchanged, ${deleted} deleted${skipped === undefined ? '' : `, ${skipped} skipped`}`)
       await this.done('completed', endTime)
-      return { runId, status: 'completed', statistics: { ...this.statistics } }
+      return { runId, status: 'completed', statistics: outcomeStatistics(this.statistics) }
     } catch (error) {
       const failure = describeError(error, `pipeline '${name}'`)
       // the log keeps the whole message (credentials redacted), the stored error what users may see
@@ -210,7 +211,7 @@ export class PipelineRun {
   private async done(status: 'completed' | 'failed', endTime: Date, error?: { message: string }): Promise<void> {
     const data = {
       runId: this.runId, status, mode: this.request.mode, trigger: this.request.trigger,
-      startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: { ...this.statistics }, error,
+      startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: outcomeStatistics(this.statistics), error,
     }
     // a failing DONE handler must not turn a completed run into a failed one
     await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed: ${(e as Error).message}`))
@@ -240,7 +241,7 @@ export class PipelineRun {
     // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
     const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
     const db = await connect('db')
-    const context = { runId, mode: request.mode, batchIndex: 0 }
+    const context = { runId, mode: request.mode, batchIndex: 0, atomic }
     const softDeletes = SoftDeletes.of(this.prepared)
 
     const body = async () => {
@@ -291,6 +292,11 @@ export class PipelineRun {
         this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
       if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
+      // a full refresh counts by key against the rows before it, not its truncate and rewrite
+      if (request.mode === 'full' && atomic) {
+        const counts = await target.reconcileRefresh?.(context)
+        if (counts) Object.assign(this.statistics, counts)
+      }
     }
     await this.rejects?.start()
     if (atomic) {
@@ -299,6 +305,7 @@ export class PipelineRun {
       } catch (error) {
         // the run's one transaction was rolled back: none of the writes it counted happened
         Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
+        delete this.statistics.unchanged
         if (this.rejects) this.statistics.skipped = await this.rejects.afterRollback() // the first rejects are kept for examination
         throw error
       }
@@ -378,7 +385,14 @@ function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> |
   total.created += Number(delta.created ?? 0)
   total.updated += Number(delta.updated ?? 0)
   total.deleted += Number(delta.deleted ?? 0)
+  if (delta.unchanged) total.unchanged = (total.unchanged ?? 0) + Number(delta.unchanged)
   if (delta.skipped !== undefined) total.skipped = (total.skipped ?? 0) + Number(delta.skipped)
+}
+
+/** A run's statistics as reported (outcome, DONE): `unchanged` only where rows were found unchanged. */
+function outcomeStatistics(statistics: WriteStatistics): WriteStatistics {
+  const { unchanged, ...rest } = statistics
+  return unchanged ? { ...rest, unchanged } : rest
 }
 
 /**

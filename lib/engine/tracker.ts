@@ -243,7 +243,7 @@ export class Tracker {
    */
   async progress(runId: string, statistics: WriteStatistics | undefined, tx?: QueryRunner, progress?: RunProgress): Promise<void> {
     const data = {
-      ...(statistics ? { statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics) } : {}),
+      ...(statistics ? { statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, statistics_unchanged: statistics.unchanged ?? 0, ...skipped(statistics) } : {}),
       ...progress,
     }
     if (tx) await this.updates.run(tx, RUNS_ENTITY, data, { ID: runId })
@@ -283,7 +283,7 @@ export class Tracker {
       const endTime = new Date().toISOString()
       await this.updates.run(tx, RUNS_ENTITY, {
         status: 'idle', endTime,
-        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, statistics_unchanged: statistics.unchanged ?? 0, ...skipped(statistics),
         ...result.progress,
       }, { ID: runId })
       // lastSuccess: when the pipeline last read its source successfully (freshness), unlike lastSync,
@@ -305,7 +305,7 @@ export class Tracker {
     await this.tx(async tx => {
       await this.updates.run(tx, RUNS_ENTITY, {
         status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
-        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, ...skipped(statistics),
+        statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, statistics_unchanged: statistics.unchanged ?? 0, ...skipped(statistics),
         ...progress,
       }, { ID: runId })
       // batches committed before the failure stay written and count (a rolled-back run reports zeros)
@@ -359,6 +359,7 @@ function cumulative(statistics: WriteStatistics): Record<string, { '+=': number 
     statistics_created: { '+=': statistics.created },
     statistics_updated: { '+=': statistics.updated },
     statistics_deleted: { '+=': statistics.deleted },
+    ...(statistics.unchanged ? { statistics_unchanged: { '+=': statistics.unchanged } } : {}),
     ...(statistics.skipped ? { statistics_skipped: { '+=': statistics.skipped } } : {}),
   }
 }

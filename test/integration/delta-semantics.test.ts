@@ -167,7 +167,7 @@ describe('delta semantics', () => {
     const delta = await run('paging')
     expect(delta.statistics).toEqual({ created: 55, updated: 0, deleted: 0 })
     const full = await run('paging', { mode: 'full' })
-    expect(full.statistics).toEqual({ created: 55, updated: 0, deleted: 55 })
+    expect(full.statistics).toEqual({ created: 0, updated: 0, unchanged: 55, deleted: 0 })
     const { requests, reads } = await readsSince(before)
     expect(reads).toHaveLength(requests)
     // delta: one probe for rows without a watermark + 6 pages; full: 6 pages

@@ -265,7 +265,8 @@ describe('CQN source, entity shape', () => {
 
     // mode full on an entity-shape pipeline replaces everything, including the local edit
     const full = await (await ctx.engine.execute('cqn-delta', { mode: 'full' })).done
-    expect(full.statistics).toEqual({ created: 4, updated: 0, deleted: 4 })
+    // counted by key against the rows before: the local edit is undone (updated), the rest identical
+    expect(full.statistics).toEqual({ created: 0, updated: 1, unchanged: 3, deleted: 0 })
     expect((await copies())[0].title).toBe('Book 1')
   })
 
@@ -320,7 +321,8 @@ describe('CQN source, query shape', () => {
     await ql.DELETE.from('consumer.LocalBooks').where({ author: 'B' })
     await seedBooks([book(4, 'C', 7, '2026-01-01T00:00:00.000Z'), book(5, 'C', 1, '2026-01-01T00:00:00.000Z'), book(6, 'D', 1, '2026-01-01T00:00:00.000Z')])
     const second = await (await ctx.engine.execute('q-stats')).done
-    expect(second.statistics).toEqual({ created: 3, updated: 0, deleted: 2 })
+    // A identical, B gone, C and D new
+    expect(second.statistics).toEqual({ created: 2, updated: 0, unchanged: 1, deleted: 1 })
     expect(await stats()).toEqual([{ author: 'A', books: 2, stock: 3 }, { author: 'C', books: 2, stock: 8 }, { author: 'D', books: 1, stock: 1 }])
     const runs = await runsOf('q-stats')
     expect(runs.map(r => r.mode)).toEqual(['full', 'full'])
@@ -419,7 +421,7 @@ describe('run bookkeeping', () => {
     expect(runs).toHaveLength(2)
     const byId = (ID: string) => runs.find(r => r.ID === ID)
     expect(byId(bogus.runId)).toMatchObject({ ID: bogus.runId, trigger: 'manual', mode: 'delta', status: 'idle', statistics_created: 1, statistics_updated: 0, statistics_deleted: 0, error: null })
-    expect(byId(external.runId)).toMatchObject({ ID: external.runId, trigger: 'external', mode: 'full', status: 'idle', statistics_created: 1, statistics_deleted: 1 })
+    expect(byId(external.runId)).toMatchObject({ ID: external.runId, trigger: 'external', mode: 'full', status: 'idle', statistics_created: 0, statistics_unchanged: 1, statistics_deleted: 0 })
     for (const run of runs) {
       expect(run.startTime).toBeTruthy()
       expect(Date.parse(run.endTime)).toBeGreaterThanOrEqual(Date.parse(run.startTime))
@@ -455,9 +457,9 @@ describe('run bookkeeping', () => {
     const againRun = await ctx.engine.execute('bk-tracker')
     runIds.push(againRun.runId)
     const again = await againRun.done
-    // book 1 changed only in modifiedAt, which the target does not store; book 2 re-read at the
-    // watermark: both rows are read, neither target row changes, so nothing counts as updated
-    expect(again.statistics).toEqual({ created: 0, updated: 0, deleted: 0 })
+    // book 1 changed only in modifiedAt, which the target does not store: read, identical, not
+    // written (book 2's settled watermark is not re-read)
+    expect(again.statistics).toEqual({ created: 0, updated: 0, unchanged: 1, deleted: 0 })
     await ql.UPDATE('consumer.LocalBooks').set({ stock: 99, modifiedAt: '2026-01-04T00:00:00.000Z' }).where({ ID: 1 })
     const changedRun = await ctx.engine.execute('bk-tracker')
     runIds.push(changedRun.runId)

@@ -131,7 +131,7 @@ describe('fast write path', () => {
     ]
     const writes = await capWrites('fastwrite.ViaFast', () => db().tx(async () => {
       await db().run(ql.UPSERT.into('fastwrite.ViaCap').entries(batch))
-      expect(await target.writeBatch(batch, { runId: 'u1', mode: 'delta', batchIndex: 0 })).toEqual({ created: 2, updated: 2, deleted: 0 })
+      expect(await target.writeBatch(batch, { runId: 'u1', mode: 'delta', batchIndex: 0 })).toEqual({ created: 2, updated: 2, deleted: 0, unchanged: 0 })
     }))
     expect(writes).toBe(0)
     const [viaCap, viaFast] = [await raw('fastwrite.ViaCap'), await raw('fastwrite.ViaFast')]
@@ -140,10 +140,10 @@ describe('fast write path', () => {
     const first = viaFast.find(r => r.ID === rows[0].ID)!
     expect(first).toMatchObject({ title: 'changed', status: 'set', createdBy: 'alice' })
     expect(first.modifiedAt).not.toEqual(first.createdAt)
-    // the same batch again: nothing changed, nothing counted; one value differs: one update
+    // the same batch again: nothing changed, nothing written, counted unchanged; one value differs: one update
     await db().tx(async () => {
-      expect(await target.writeBatch(batch, { runId: 'u2', mode: 'delta', batchIndex: 0 })).toEqual({ created: 0, updated: 0, deleted: 0 })
-      expect(await target.writeBatch([{ ...batch[1], title: 'again' }], { runId: 'u2', mode: 'delta', batchIndex: 1 })).toEqual({ created: 0, updated: 1, deleted: 0 })
+      expect(await target.writeBatch(batch, { runId: 'u2', mode: 'delta', batchIndex: 0 })).toEqual({ created: 0, updated: 0, deleted: 0, unchanged: 4 })
+      expect(await target.writeBatch([{ ...batch[1], title: 'again' }], { runId: 'u2', mode: 'delta', batchIndex: 1 })).toEqual({ created: 0, updated: 1, deleted: 0, unchanged: 0 })
     })
     expect(await db().run(ql.SELECT.one.from('fastwrite.ViaFast').columns('count(1) as n'))).toMatchObject({ n: 6 })
   })

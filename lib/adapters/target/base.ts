@@ -22,6 +22,13 @@ export abstract class BaseTargetAdapter {
   /** Deletes all rows this pipeline owns (all rows, or those of its origin); returns the count. */
   abstract truncate(context: WriteContext): Promise<number>
 
+  /**
+   * Full refresh (optional): after the last batch, the run's counts by key against the target's
+   * rows before its truncate — created, updated, unchanged, deleted — replacing the writes' own
+   * (which count every rewritten row as deleted and created). Undefined: the writes' counts stand.
+   */
+  reconcileRefresh?(context: WriteContext): Promise<Required<Pick<WriteStatistics, 'created' | 'updated' | 'unchanged' | 'deleted'>> | undefined>
+
   /** Deletes the rows matching the predicate; returns the count. */
   abstract deleteSlice(predicate: SlicePredicate, context: WriteContext): Promise<number>
 

@@ -8,12 +8,13 @@
 import cds from '@sap/cds'
 import { chooseWritePath, type WritePath } from './write-path.js'
 import type { SqlService } from './prepared-writer.js'
+import { RefreshSnapshot, type RefreshCounts } from './refresh-counts.js'
 import { LOGGER } from '../../constants.js'
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { previewPage } from '../preview.js'
 import { after, and, toCqn, type Predicate } from '../predicate.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import { INTEGER_TYPES, builtinType, dataElementNames, findEntity, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
+import { INTEGER_TYPES, builtinType, dataElementNames, findEntity, isAssociation, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
@@ -28,6 +29,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   protected keys: string[] = []
   /** A full run's refill of the target it truncated: the run, and the highest key written since. */
   private refill?: { runId: string; highest?: unknown[] }
+  /** A full run's copy of the rows before its truncate, and the columns it wrote: its honest counts (refresh-counts.ts). */
+  private snapshot?: { runId: string; rows: RefreshSnapshot; written: Set<string> }
   private keyKinds?: Array<'number' | 'string' | undefined>
   /** Whether a batch's column list qualifies for INSERT `rows` (see flatColumns). */
   private flat?: { signature: string; ok: boolean }
@@ -74,6 +77,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
     const rows = uniqueByKey(records, this.keys)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
+    if (this.snapshot?.runId === context.runId) for (const column in rows[0]) this.snapshot.written.add(column)
     const writer = this.writePath.writer
     if (this.onlyNewKeys(rows, context)) {
       const prepared = writer?.columnsOf(rows)
@@ -99,7 +103,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const prepared = changed.length ? writer?.columnsOf(changed) : undefined
     if (prepared) await this.native(tx => writer!.upsert(tx, prepared, changed))
     else if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
-    return { created, updated: changed.length - created, deleted: 0 }
+    return { created, updated: changed.length - created, deleted: 0, unchanged: rows.length - changed.length }
   }
 
   /**
@@ -135,9 +139,26 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   }
 
   async truncate(context: WriteContext): Promise<number> {
+    this.snapshot = undefined
+    // in a run-scoped transaction, the rows before are kept for the refresh's counts (reconcileRefresh)
+    if (context.atomic) {
+      const origin = this.pipeline.config.source.origin
+      const rows = await RefreshSnapshot.take(this.db, this.entity!, this.keys, origin === undefined ? undefined : { column: ORIGIN_COLUMN, value: String(origin) })
+      if (rows) this.snapshot = { runId: context.runId, rows, written: new Set() }
+    }
     const deleted = await this.deleteWhere(ownedRows(this.pipeline))
     this.refill = { runId: context.runId }
     return deleted
+  }
+
+  /** A full refresh's counts by key against the rows before it (undefined: the writes' counts stand). */
+  override async reconcileRefresh(context: WriteContext): Promise<RefreshCounts | undefined> {
+    const snapshot = this.snapshot
+    this.snapshot = undefined
+    if (snapshot?.runId !== context.runId) return undefined
+    const elements = this.entity!.elements as Record<string, CsnElement>
+    const columns = [...snapshot.written].filter(c => elements[c] && !elements[c].virtual && !isAssociation(elements[c]) && elements[c].value === undefined)
+    return snapshot.rows.counts(columns)
   }
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {
