@@ -7,6 +7,7 @@ import { LOGGER, RUN_MODES, SCHEDULE_ENGINES, type RunMode, type ScheduleEngine 
 import { PipelineError, invalidConfig } from '../pipeline/errors.js'
 import { configFingerprint, resolvePipeline, serializable } from './config.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
+import type { WriteStatistics } from '../adapters/types.js'
 import { applyOverrides, parseStoredOverrides, type Overrides } from './overrides.js'
 import {
   QueuedSchedules, SpawnTimer, sameSchedule, scheduleLabel, scheduleLiveChangeSupported, parseSchedule,
@@ -14,7 +15,7 @@ import {
 } from './schedule.js'
 import type { ScheduleInput, ScheduleSpec } from '../pipeline/types.js'
 import { Tracker, assertConnectionAvailable, whitelistTrigger, type PipelineRow, type RegistrationRow } from './tracker.js'
-import { PipelineRun, describeError, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
+import { PipelineRun, addStatistics, describeError, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
 import { createAdapters, requiredKind } from '../adapters/factory.js'
 import { deriveMapping } from '../adapters/mapping.js'
 import { dataElementNames, findEntity, keyNames } from '../model/csn.js'
@@ -586,10 +587,10 @@ export class PipelineRegistry {
       return { runId, outcome: await done }
     })
     const execution = settled.then(results => {
-      const statistics = { created: 0, updated: 0, deleted: 0 }
+      const statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
       const runs: FanOutOutcome['runs'] = results.map(({ tenant, skipped, value, error }) => {
         if (value) {
-          for (const key of Object.keys(statistics) as Array<keyof typeof statistics>) statistics[key] += value.outcome.statistics?.[key] ?? 0
+          addStatistics(statistics, value.outcome.statistics ?? undefined)
           return { tenant, runId: value.runId, status: 'completed' as const, statistics: value.outcome.statistics }
         }
         if (skipped || (error as PipelineError)?.code === 'PIPELINE_RUNNING') return { tenant, status: 'skipped' as const, error: skipped ? 'a run is queued or active in this process' : (error as Error).message }

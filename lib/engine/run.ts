@@ -380,7 +380,8 @@ function stampOrigin(records: DataRecord[] | undefined, origin: string | undefin
   return list
 }
 
-function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> | undefined): void {
+/** Adds one statistics record to a total (`unchanged` and `skipped` only where reported). */
+export function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> | undefined): void {
   if (!delta) return
   total.created += Number(delta.created ?? 0)
   total.updated += Number(delta.updated ?? 0)
