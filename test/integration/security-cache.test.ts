@@ -6,14 +6,8 @@
  * (none, response, entity): each sees only their own rows, also when asking for the other's
  * with `$filter`. The consumer logs at startup which delegates keep per-user caches and why.
  */
-import cds from '@sap/cds'
-import path from 'node:path'
 import { formatWithOptions } from 'node:util'
-import { createRequire } from 'node:module'
-import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
-
-const require = createRequire(import.meta.url)
-const { sign } = require(path.join(FIXTURES, 'private-provider/srv/token-auth.js')) as { sign(user: string): string }
+import { privateNotes, sign } from '../helpers/private-notes'
 
 // everything logged from the consumer's start on (the startup line about per-user caches)
 const logged: string[] = []
@@ -21,19 +15,7 @@ const spies = (['log', 'info', 'warn', 'error'] as const).map(method =>
   vi.spyOn(console, method).mockImplementation((...args: unknown[]) => { logged.push(formatWithOptions({ depth: 6 }, ...args)) }))
 afterAll(() => spies.forEach(spy => spy.mockRestore()))
 
-let provider: RunningApp
-beforeAll(async () => {
-  provider = await startApp(path.join(FIXTURES, 'private-provider'))
-})
-const test$ = cds.test(path.join(FIXTURES, 'private-consumer'))
-beforeAll(() => {
-  const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
-  requires.Notes.credentials = { url: `${provider.url}/odata/v4/notes`, forwardAuthToken: true }
-  requires.AllNotes.credentials = { url: `${provider.url}/odata/v4/all-notes` }
-})
-afterAll(async () => {
-  await provider?.stop()
-})
+const { test$, providerUrl } = privateNotes()
 
 const S = '/odata/v4/private'
 async function read(user: string, url: string): Promise<{ status: number; data: any }> {
@@ -47,7 +29,7 @@ const owners = (res: { status: number; data: any }) => {
 
 describe('delegate caches with a binding that forwards the user', () => {
   test('the provider answers per user: alice and bob see their own notes only', async () => {
-    const direct = async (user: string) => (await fetch(`${provider.url}/odata/v4/notes/Notes`, { headers: { authorization: `Bearer ${sign(user)}` } })).json() as Promise<{ value: Array<{ owner: string }> }>
+    const direct = async (user: string) => (await fetch(`${providerUrl()}/odata/v4/notes/Notes`, { headers: { authorization: `Bearer ${sign(user)}` } })).json() as Promise<{ value: Array<{ owner: string }> }>
     expect((await direct('alice')).value.map(row => row.owner)).toEqual(['alice', 'alice'])
     expect((await direct('bob')).value.map(row => row.owner)).toEqual(['bob'])
   })

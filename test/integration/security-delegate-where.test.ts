@@ -9,27 +9,9 @@
  * `$filter`s aimed at rows outside the where, single rows by key, `$count`, expands in both
  * directions and navigation. (Writes through a view with a where: federation-delegate.test.ts.)
  */
-import cds from '@sap/cds'
-import path from 'node:path'
-import { createRequire } from 'node:module'
-import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
+import { privateNotes, sign } from '../helpers/private-notes'
 
-const require = createRequire(import.meta.url)
-const { sign } = require(path.join(FIXTURES, 'private-provider/srv/token-auth.js')) as { sign(user: string): string }
-
-let provider: RunningApp
-beforeAll(async () => {
-  provider = await startApp(path.join(FIXTURES, 'private-provider'))
-})
-const test$ = cds.test(path.join(FIXTURES, 'private-consumer'))
-beforeAll(() => {
-  const requires = cds.env.requires as unknown as Record<string, { credentials?: object }>
-  requires.Notes.credentials = { url: `${provider.url}/odata/v4/notes`, forwardAuthToken: true }
-  requires.AllNotes.credentials = { url: `${provider.url}/odata/v4/all-notes` }
-})
-afterAll(async () => {
-  await provider?.stop()
-})
+const { test$, providerUrl } = privateNotes()
 
 const S = '/odata/v4/where'
 interface Answer { status: number; data: any }
@@ -45,7 +27,7 @@ const ids = (res: Answer) => (ok(res).value as Array<{ ID: number }>).map(row =>
 
 describe('the where of a delegated view holds on every path', () => {
   test('the provider answers every note to everyone (the where is the consumer\'s only narrowing)', async () => {
-    const direct = await (await fetch(`${provider.url}/odata/v4/all-notes/Notes?$orderby=ID`)).json() as { value: Array<{ ID: number }> }
+    const direct = await (await fetch(`${providerUrl()}/odata/v4/all-notes/Notes?$orderby=ID`)).json() as { value: Array<{ ID: number }> }
     expect(direct.value.map(row => row.ID)).toEqual([1, 2, 3, 4])
   })
 
