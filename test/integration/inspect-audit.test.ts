@@ -4,9 +4,9 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { formatWithOptions } from 'node:util'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { ql } from '../helpers/consumer'
+import { consoleDuring } from '../helpers/audit-output'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
@@ -28,18 +28,6 @@ afterAll(async () => {
 // inspectData needs PipelineAdmin: the fixture's mocked admin
 const inspect = (params: string) => test$.GET(`/pipeline/Pipelines('people')/DataPipelineManagementService.inspectData(${params})`, { auth: { username: 'admin', password: 'admin' } })
 
-/** Console output while `fn` runs and for `settle` ms after (the audit log is queued). */
-async function consoleDuring(fn: () => Promise<unknown>, settle = 1500): Promise<string> {
-  const lines: string[] = []
-  const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { lines.push(formatWithOptions({ depth: 6 }, ...args)) })
-  try {
-    await fn()
-    for (let waited = 0; waited < settle && !lines.some(l => l.includes('SensitiveDataRead')); waited += 100) await new Promise(r => setTimeout(r, 100))
-  } finally {
-    spy.mockRestore()
-  }
-  return lines.join('\n')
-}
 
 describe('data inspector audit logging', () => {
   test('previewing a sensitive column emits SensitiveDataRead through the real audit-log service', async () => {

@@ -8,9 +8,9 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { formatWithOptions } from 'node:util'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { client, fnArgs } from '../helpers/management'
+import { consoleDuring } from '../helpers/audit-output'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
@@ -40,18 +40,6 @@ const result = (res: { status: number; data: any }) => {
 }
 const filters = (...list: object[]) => JSON.stringify(list)
 
-/** Console output while `fn` runs, until a SensitiveDataRead shows or `settle` ms pass (the audit log is queued). */
-async function consoleDuring(fn: () => Promise<unknown>, settle = 1500): Promise<string> {
-  const lines: string[] = []
-  const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { lines.push(formatWithOptions({ depth: 6 }, ...args)) })
-  try {
-    await fn()
-    for (let waited = 0; waited < settle && !lines.some(l => l.includes('SensitiveDataRead')); waited += 100) await new Promise(r => setTimeout(r, 100))
-  } finally {
-    spy.mockRestore()
-  }
-  return lines.join('\n')
-}
 
 describe('source side: the replica decides what is shown', () => {
   test('hidden on the replica (salary = source price) and left out of it (stock): not shown, not selectable, not filterable', async () => {
