@@ -53,6 +53,8 @@ const ROWS: Row[] = [
   ['configView()', 'view', 'GET', () => `${B('items')}.configView()`, undefined, 200],
   ['flowMetadata()', 'view', 'GET', () => `${B('items')}.flowMetadata()`, undefined, 200],
   ['inspectCapabilities()', 'view', 'GET', () => `${B('items')}.inspectCapabilities()`, undefined, 200],
+  // a single-tenant app: the role check passes, then the operation says multitenancy is off (security-tenants covers the provider's answer)
+  ['tenantsOverview()', 'view', 'GET', () => '/pipeline/tenantsOverview()', undefined, 400],
   ['PipelineRejects', 'administer', 'GET', () => '/pipeline/PipelineRejects', undefined, 200],
   ['PipelineRejects?$select=record', 'administer', 'GET', () => '/pipeline/PipelineRejects?$select=record', undefined, 200],
   ['Pipelines?$expand=rejects', 'administer', 'GET', () => '/pipeline/Pipelines?$expand=rejects', undefined, 200],
