@@ -42,13 +42,17 @@ export function wantedRequires(): Json {
   }
 }
 
-/** The part of `wanted` whose leaves `current` lacks (arrays count as leaves); undefined when nothing is missing. */
-export function missing(current: unknown, wanted: Json): Json | undefined {
+/** A mocked user the project defines already is the user's: not completed with our password or roles. */
+const isLeaf = (at: string) => /(^|\.)auth\.users\.[^.]+$/.test(at)
+
+/** The part of `wanted` whose leaves `current` lacks (arrays and users count as leaves); undefined when nothing is missing. */
+export function missing(current: unknown, wanted: Json, at = ''): Json | undefined {
   const result: Json = {}
   for (const [key, value] of Object.entries(wanted)) {
     const have = isObject(current) ? current[key] : undefined
-    if (isObject(value) && isObject(have)) {
-      const sub = missing(have, value)
+    const where = at ? `${at}.${key}` : key
+    if (isObject(value) && isObject(have) && !isLeaf(where)) {
+      const sub = missing(have, value, where)
       if (sub) result[key] = sub
     } else if (have === undefined) {
       result[key] = value
