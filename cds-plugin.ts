@@ -5,6 +5,7 @@
 import { registerLifecycle } from './lib/lifecycle.js'
 import { registerManagementModel } from './lib/mounting.js'
 import { registerConsole } from './lib/console.js'
+import { registerAddCommands } from './lib/add/index.js'
 import { registerLogRedaction } from './lib/security/redact.js'
 import { registerFederation } from './lib/federation/index.js'
 import { registerTenancy } from './lib/tenancy/index.js'
@@ -13,6 +14,7 @@ import { registerTelemetry } from './lib/telemetry/index.js'
 registerLifecycle()
 registerManagementModel()
 registerConsole()
+registerAddCommands()
 registerLogRedaction()
 registerFederation()
 registerTenancy()

@@ -1,7 +1,7 @@
 /**
  * The pipeline console: serving the prebuilt OpenUI5 app (shipped in `dist/console/`) at
  * `/pipeline-console/` when `cds.requires['data-pipeline'].management.reuse.console` is true,
- * and the `cds add pipeline-console` command that copies it into the host's `app/` instead.
+ * and the copy `cds add pipeline-console` (registered in lib/add/) makes into the host's `app/` instead.
  */
 import cds from '@sap/cds'
 import fs from 'node:fs'
@@ -180,37 +180,8 @@ export function copyConsole(projectRoot: string, options: { force?: boolean; log
   return { copied, kept }
 }
 
-interface AddPluginBase {
-  new (): { options(): Record<string, unknown> }
-}
-interface CdsAdd {
-  Plugin: AddPluginBase
-  register(name: string, plugin: unknown): void
-}
-
-/** Registers `cds add pipeline-console` when running under @sap/cds-dk's `cds add`. */
-export function registerAddCommand(): void {
-  const cli = (cds as unknown as { cli?: { command?: string } }).cli
-  if (cli?.command !== 'add' && cli?.command !== 'help') return
-  const add = (cds as unknown as { add?: CdsAdd }).add
-  if (!add?.register || !add.Plugin) return
-  add.register(ADD_COMMAND, class PipelineConsolePlugin extends add.Plugin {
-    static help() {
-      return 'copy the cap-data-pipeline console into app/pipeline-console'
-    }
-    override options() {
-      return { force: { type: 'boolean', help: 'overwrite files of an earlier copy' } }
-    }
-    async run() {
-      const options = (cds as unknown as { cli?: { options?: { force?: boolean } } }).cli?.options
-      copyConsole(cds.root, { force: Boolean(options?.force) })
-    }
-  })
-}
-
-/** Wiring: the console mount (at bootstrap, when configured) and the `cds add` command. */
+/** Wiring: the console mount (at bootstrap, when configured); its `cds add` command is in lib/add/. */
 export function registerConsole(): void {
-  registerAddCommand()
   cds.on('bootstrap', (app: unknown) => {
     mountConsole(app as ExpressLike)
   })

@@ -1,0 +1,53 @@
+/**
+ * The plugin's `cds add` facets, registered through CAP's `cds add` plugin API (`cds.add.register`,
+ * present only while @sap/cds-dk runs `cds add` or `cds help`):
+ *
+ * - `cds add data-pipeline`: configuration, mocked users, model, an .http file and a replicate example
+ *   for a new project (./data-pipeline.ts);
+ * - `cds add pipeline-console`: a copy of the built console to customize (../console.ts).
+ */
+import cds from '@sap/cds'
+import { ADD_COMMAND as CONSOLE_FACET, copyConsole } from '../console.js'
+import { addDataPipeline, DATA_PIPELINE_FACET, type AddApi } from './data-pipeline.js'
+
+interface AddPluginBase {
+  new (): { options(): Record<string, unknown> }
+}
+interface CdsAdd extends AddApi {
+  Plugin: AddPluginBase
+  register(name: string, plugin: unknown): void
+}
+
+const cli = () => (cds as unknown as { cli?: { command?: string; options?: { force?: boolean } } }).cli
+const FORCE = { force: { type: 'boolean', help: 'overwrite files an earlier run created' } }
+
+export function registerAddCommands(): void {
+  const command = cli()?.command
+  if (command !== 'add' && command !== 'help') return
+  const add = (cds as unknown as { add?: CdsAdd }).add
+  if (!add?.register || !add.Plugin) return
+
+  add.register(DATA_PIPELINE_FACET, class DataPipelinePlugin extends add.Plugin {
+    static help() {
+      return 'cap-data-pipeline: configuration, mocked users, tracker model, .http requests, a replicate example'
+    }
+    override options() {
+      return FORCE
+    }
+    async run() {
+      await addDataPipeline(cds.root, add, { force: Boolean(cli()?.options?.force) })
+    }
+  })
+
+  add.register(CONSOLE_FACET, class PipelineConsolePlugin extends add.Plugin {
+    static help() {
+      return 'copy the cap-data-pipeline console into app/pipeline-console'
+    }
+    override options() {
+      return FORCE
+    }
+    async run() {
+      copyConsole(cds.root, { force: Boolean(cli()?.options?.force) })
+    }
+  })
+}
