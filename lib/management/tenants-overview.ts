@@ -14,6 +14,8 @@ import { PipelineError } from '../pipeline/errors.js'
 import { freshnessOf } from './metadata.js'
 import type { PipelineRegistry, FanOutOutcome } from '../engine/registry.js'
 import type { PipelineRow } from '../engine/tracker.js'
+import { addStatistics } from '../engine/run.js'
+import type { WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.tenancy)
 
@@ -125,8 +127,8 @@ export async function fanOutAnswer(name: string, tenants: string[], done: Promis
     if (!failed) throw error
     runs = failed
   }
-  const statistics: Record<string, number> = { created: 0, updated: 0, deleted: 0 }
-  for (const run of runs) for (const key of Object.keys(statistics)) statistics[key] += Number((run.statistics as unknown as Record<string, number> | undefined)?.[key] ?? 0)
+  const statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
+  for (const run of runs) addStatistics(statistics, run.statistics ?? undefined)
   const outcomes: TenantOutcome[] = runs.map(run => ({
     tenant: run.tenant, runId: run.runId ?? null, status: run.status,
     statistics: (run.statistics as unknown as Record<string, number> | undefined) ?? null, error: run.error ?? null,

@@ -197,7 +197,10 @@ describe("the provider's operator: a view across tenants and per-tenant fan-out 
     expect(body.tenants.map((t: any) => t.tenant).sort()).toEqual(['t1', 't2'])
     // the summed statistics stay (t1 runs full: all rows again; t2 delta: nothing new)
     expect(body.statistics.created).toBe(body.tenants.reduce((sum: number, t: any) => sum + t.statistics.created, 0))
-    expect(body.tenants.find((t: any) => t.tenant === 't1').statistics.created).toBe(BOOKS)
+    expect(body.statistics.unchanged ?? 0).toBe(body.tenants.reduce((sum: number, t: any) => sum + (t.statistics.unchanged ?? 0), 0))
+    // t1's full run reads every row again, each counted by key: new, changed or unchanged
+    const t1 = body.tenants.find((t: any) => t.tenant === 't1').statistics
+    expect(t1.created + t1.updated + (t1.unchanged ?? 0)).toBe(BOOKS)
     for (const tenant of ['t1', 't2']) {
       const entry = body.tenants.find((t: any) => t.tenant === tenant)
       expect(entry).toMatchObject({ status: 'completed', error: null, statistics: expect.objectContaining({ created: expect.any(Number) }) })
