@@ -1,11 +1,27 @@
 /** Running code in a tenant's context: CAP then uses that tenant's database (and model). */
 import cds from '@sap/cds'
 import { assertTenantId } from '../security/tenant-id.js'
+import { PipelineError } from '../pipeline/errors.js'
 
 interface Facade {
   EventContext: new (data: object) => object
   User: { privileged: unknown }
   _with<T>(context: object, fn: () => Promise<T>): Promise<T>
+}
+
+/**
+ * Tenants unsubscribed in this process (from the start of their unsubscribe until they subscribe
+ * again): no new work enters their context. A run that a tick had planned for such a tenant would
+ * otherwise open its database after MTX deleted it, and SQLite would create an empty one.
+ */
+const unsubscribed = new Set<string>()
+
+export function markUnsubscribed(tenant: string): void {
+  unsubscribed.add(tenant)
+}
+
+export function markSubscribed(tenant: string): void {
+  unsubscribed.delete(tenant)
 }
 
 /**
@@ -16,6 +32,7 @@ interface Facade {
 export async function inTenant<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
   // the tenant names a database: an unsafe id never reaches CAP's database service
   assertTenantId(tenant)
+  if (unsubscribed.has(tenant)) throw new PipelineError('UNKNOWN_TENANT', `tenant: '${tenant}' is unsubscribed`, { target: 'tenant' })
   const facade = cds as unknown as Facade
   return await facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn)
 }

@@ -17,7 +17,7 @@
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
-import { inTenant } from './context.js'
+import { inTenant, markSubscribed, markUnsubscribed } from './context.js'
 import { afterCurrentTransaction } from '../engine/after-transaction.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
@@ -161,12 +161,18 @@ export function attachDeploymentHooks(ds: DeploymentService): void {
     const next = new Promise<void>(resolve => afterCurrentTransaction(() => { void previous.then(() => handle(what, tenant, fn)).then(resolve) }, MULTITENANCY.lifecycleFallback))
     pending.set(tenant, next)
   }
+  ds.before('subscribe', req => {
+    const tenant = tenantOf(req)
+    if (tenant) markSubscribed(tenant)
+  })
   ds.after('subscribe', later('subscribe', onSubscribe))
   ds.after('upgrade', later('upgrade', onUpgrade))
   // while its database still exists; the request has not touched it yet
   ds.before('unsubscribe', async req => {
     const tenant = tenantOf(req)
-    if (tenant) await handle('unsubscribe', tenant, beforeUnsubscribe)
+    if (!tenant) return
+    markUnsubscribed(tenant)
+    await handle('unsubscribe', tenant, beforeUnsubscribe)
   })
   ds.after('unsubscribe', later('unsubscribe', onUnsubscribe))
 }
