@@ -10,11 +10,12 @@ import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
+import { asOverride, asParameter, optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
 import { parseCron, parseSchedule } from '../lib/engine/schedule.js'
 import { MAX_OVERRIDES_LENGTH } from '../lib/engine/limits.js'
 import { capabilities, inspectData } from '../lib/management/inspect.js'
-import { fieldPolicy, type FieldPolicy } from '../lib/security/hidden.js'
-import { auditSensitiveRead } from '../lib/security/audit.js'
+import { fieldPolicy } from '../lib/security/hidden.js'
+import { auditRejectRead, storedWithout } from '../lib/security/reject-records.js'
 import { replayRejects } from '../lib/engine/replay.js'
 import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
@@ -299,8 +300,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (!row || typeof name !== 'string' || (typeof row.record !== 'string' && typeof row.mapped !== 'string')) continue
       const prepared = engine.registry.has(name) ? await engine.registry.prepare(name).catch(() => undefined) : undefined
       const policy = prepared && fieldPolicy(prepared)
-      row.record = strip(row.record, policy?.hidden.source)
-      row.mapped = strip(row.mapped, policy?.hidden.target)
+      row.record = storedWithout(row.record, policy?.hidden.source)
+      row.mapped = storedWithout(row.mapped, policy?.hidden.target)
       if (policy) auditRejectRead(row, policy, prepared.target.entityDefinition()?.name ?? name)
     }
   }
@@ -378,85 +379,9 @@ function current(engine: DataPipelineService, name: string): Overrides {
   return tenant ? engine.registry.storedTenantOverrides(name, tenant) : engine.registry.overrides(name)
 }
 
-/** A config validation error of an operation parameter becomes INVALID_PARAMETER (400) naming it. */
-function asParameter<T>(fn: () => T, parameter: string): T {
-  try {
-    return fn()
-  } catch (error) {
-    if (error instanceof PipelineError) throw new PipelineError('INVALID_PARAMETER', `${parameter}: ${error.message.replace(/^Invalid pipeline config: \S+ /, '')}`, { target: parameter })
-    throw error
-  }
-}
-
-/** An override the registration rules refuse is a bad parameter (400 INVALID_PARAMETER) naming the override key. */
-function asOverride<T>(fn: () => T): T {
-  const refused = (error: unknown): never => {
-    if (error instanceof PipelineError && error.code === 'INVALID_CONFIG')
-      throw new PipelineError('INVALID_PARAMETER', error.message.replace(/^Invalid pipeline config: /, ''), { target: error.target })
-    throw error
-  }
-  try {
-    const result = fn()
-    return (result instanceof Promise ? result.catch(refused) : result) as T
-  } catch (error) {
-    return refused(error)
-  }
-}
-
 function pipelineName(req: OperationRequest): string {
   const key = req.params[req.params.length - 1]
   return typeof key === 'object' ? String(key.name) : String(key)
-}
-
-function requiredString(value: unknown, parameter: string): string {
-  if (typeof value !== 'string' || !value.trim()) throw new PipelineError('INVALID_PARAMETER', `${parameter}: is required`, { target: parameter })
-  return value
-}
-
-function optionalEnum<T extends string>(value: unknown, allowed: readonly T[], parameter: string, hint = ''): T | undefined {
-  if (value === undefined || value === null || value === '') return undefined
-  if (typeof value !== 'string' || !allowed.includes(value as T))
-    throw new PipelineError('INVALID_PARAMETER', `${parameter}: '${String(value)}' is invalid; expected one of ${allowed.join(', ')}${hint ? ` (${hint})` : ''}`, { target: parameter })
-  return value as T
-}
-
-function optionalBoolean(value: unknown, parameter: string): boolean | undefined {
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'boolean') throw new PipelineError('INVALID_PARAMETER', `${parameter}: must be true or false`, { target: parameter })
-  return value
-}
-
-/** A stored record (JSON) without the hidden fields; records of unknown pipelines (no policy) are not shown. */
-function strip(json: unknown, hidden: Set<string> | undefined): unknown {
-  if (typeof json !== 'string') return json
-  if (!hidden) return null
-  if (!hidden.size) return json
-  try {
-    const record = JSON.parse(json) as Record<string, unknown>
-    for (const field of hidden) delete record[field]
-    return JSON.stringify(record)
-  } catch {
-    return null // a truncated record cannot be filtered: not shown
-  }
-}
-
-/** A reject read with sensitive fields in its record: one SensitiveDataRead, the record's key as the data subject. */
-function auditRejectRead(row: Record<string, unknown>, policy: FieldPolicy, type: string): void {
-  const present = (json: unknown, names: Set<string>) => {
-    if (typeof json !== 'string' || !names.size) return []
-    try {
-      const record = JSON.parse(json) as Record<string, unknown>
-      return [...names].filter(n => record[n] !== undefined)
-    } catch {
-      return [...names].filter(n => json.includes(`"${n}":`)) // a truncated record: by its text
-    }
-  }
-  const attributes = [...new Set([...present(row.record, policy.sensitive.source), ...present(row.mapped, policy.sensitive.target)])]
-  let id: Record<string, unknown> = { ID: row.ID }
-  try {
-    if (typeof row.recordKey === 'string') id = JSON.parse(row.recordKey) as Record<string, unknown>
-  } catch { /* the reject's own ID identifies it */ }
-  auditSensitiveRead({ type, ids: [id], attributes })
 }
 
 function publicRow(row: PipelineRow): Record<string, unknown> {
