@@ -9,7 +9,7 @@ import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPoli
 import { resolveOnError } from './validate.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
-import { parseSchedule } from './schedule.js'
+import { parseSchedule } from './schedule/spec.js'
 import { parseDuration } from './duration.js'
 import { MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
 

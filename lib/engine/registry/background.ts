@@ -1,0 +1,31 @@
+/**
+ * How the registry starts work in the background: outside the caller's transaction, and with
+ * failures nobody awaited still logged.
+ */
+import cds from '@sap/cds'
+
+/** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */
+export function detached<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
+  const caller = cds.context as { user?: unknown; tenant?: string } | undefined
+  const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
+  const effectiveTenant = tenant ?? caller?.tenant
+  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) })
+  return (cds as unknown as { _with(context: object, fn: () => Promise<T>): Promise<T> })._with(context, fn)
+}
+
+/**
+ * A promise that logs its rejection when nobody observes it: awaiting or chaining marks it
+ * observed. The process never crashes on an unobserved failed run.
+ */
+export function observable<T>(promise: Promise<T>, onUnobserved: (error: unknown) => void): Promise<T> {
+  let observed = false
+  const then = promise.then.bind(promise)
+  void then(undefined, error => setImmediate(() => { if (!observed) onUnobserved(error) }))
+  // the point of this helper: `then` of the returned promise notes that someone observes it
+  // oxlint-disable-next-line unicorn/no-thenable
+  promise.then = ((onFulfilled, onRejected) => {
+    observed = true
+    return then(onFulfilled, onRejected)
+  }) as typeof promise.then
+  return promise
+}
