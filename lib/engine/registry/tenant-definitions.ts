@@ -21,9 +21,9 @@ export class TenantDefinitions {
   async ensureInTenant(name: string, tenant: string): Promise<void> {
     const key = `${tenant}\u0000${name}`
     if (this.registeredIn.has(key)) return
-    const registration = this.definitions.definition(name).registration
-    if (!registration) return
     const definition = this.definitions.definition(name)
+    const registration = definition.registration
+    if (!registration) return
     const effective = this.definitions.effectiveFor(name, tenant)
     const row = await tenancy().inTenant(tenant, () => this.tracker.register({ ...registration.row, mode: effective.mode, schedule: scheduleLabel(effective.schedule) }, registration.enabled))
     const stored = parseStoredOverrides(row.overrides)
