@@ -38,7 +38,7 @@ const mockedText = (service: string) =>
 /** Logged once per pipeline when it is prepared: a copy of a mock is rarely what the user wants. */
 export function warnMockedSource(pipeline: ResolvedPipeline): void {
   const { service } = pipeline.config.source
-  if (isMocked(service)) LOG.warn(`pipeline '${pipeline.name}' reads the mock of ${service}, not its provider: ${mockedText(service)}`)
+  if (isMocked(service)) LOG.warn(`pipeline '${pipeline.name}' copies a mock, not a provider: ${mockedText(service)}`)
 }
 
 const UNREACHABLE: Record<string, string> = {
@@ -92,7 +92,7 @@ export function explainFailure(error: unknown, pipeline: ResolvedPipeline): stri
     const missing = table.toLowerCase()
     if (target.entity && !target.service && missing === tableOf(target.entity)) {
       const what = target.entity === pipeline.name ? 'replica table' : 'target table'
-      return `The ${what} of pipeline '${pipeline.name}' (${table}) is not deployed: run cds deploy (for a tenant: upgrade its database), then run the pipeline again`
+      return `The ${what} of pipeline '${pipeline.name}' (${table}) is not deployed: run cds deploy and restart the app (for a tenant: upgrade its database), then run the pipeline again`
     }
     if (isMocked(source.service) && missing.startsWith(`${tableOf(source.service)}_`)) return mockedText(source.service)
     return undefined

@@ -173,7 +173,7 @@ export function publicError(error: unknown, what?: string): PublicError {
   const table = missingTable(error)
   const subject = what ? ` of ${what}` : ''
   const message = table
-    ? `A database table${subject} (${table}) is not deployed: run cds deploy (for a tenant: upgrade its database), then try again. Correlation id ${id}`
+    ? `A database table${subject} (${table}) is not deployed: run cds deploy and restart the app (for a tenant: upgrade its database), then try again. Correlation id ${id}`
     : `The database rejected a statement${subject}; the details are in the application log under correlation id ${id}`
   return { message, detail, correlationId: id, database: true }
 }

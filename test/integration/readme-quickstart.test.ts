@@ -12,6 +12,8 @@
  * (`cds watch`) runs in the background until the end. If the README changes, the test follows it;
  * if a step breaks, its test fails (and the later ones say so). KEEP_QUICKSTART_APP=1 keeps the project.
  */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -111,6 +113,99 @@ describe('README quick start, run as written', () => {
     cwd = output.slice(at + 5).trim()
     check(block, output.slice(0, at))
   }
+
+  describe('when a step fails, step 6 answers what to do next, never SQL (README "When a step fails")', () => {
+    const SQL = /no such table|does not exist|SQLITE_|\bSELECT\b|\bINSERT\b|\bFROM\s+\w+_\w+/i
+    const alice = { authorization: `Basic ${Buffer.from('alice:alice').toString('base64')}` }
+    const packageJson = () => path.join(cwd, 'package.json')
+    let refusing: http.Server | undefined
+
+    beforeAll(() => { if (failedStep !== undefined) throw new Error(`step ${failedStep} failed before`) })
+    afterAll(() => new Promise<void>(resolve => (refusing ? refusing.close(() => resolve()) : resolve())))
+
+    /** `cds watch` again (the user's restart), with the binding's URL from the environment where given. */
+    async function restart(extra: Record<string, string> = {}) {
+      await server?.stop()
+      server = undefined
+      server = await startShell('cds watch', cwd, { env: { ...env(), PORT: '0', ...extra } })
+    }
+    /** Step 6's request for `name`: the answer's status and message, the pipeline's lastError and its latest run's error. */
+    async function runFails(name: string) {
+      const response = await fetch(`${server!.url}/pipeline/execute`, { method: 'POST', headers: { ...alice, 'content-type': 'application/json' }, body: JSON.stringify({ name }) })
+      const answer = await response.json() as { error?: { message: string } }
+      const tracker = await (await fetch(`${server!.url}/pipeline/Pipelines('${name}')`, { headers: alice })).json() as { lastError: string }
+      const runs = await (await fetch(`${server!.url}/pipeline/PipelineRuns?$filter=pipeline_name eq '${name}'&$orderby=startTime desc&$top=1`, { headers: alice })).json() as { value: Array<{ error: unknown }> }
+      const stored = runs.value[0]?.error
+      const runError = typeof stored === 'string' ? (JSON.parse(stored) as { message: string }).message : (stored as { message?: string } | undefined)?.message
+      const messages = [answer.error?.message ?? '', tracker.lastError ?? '', runError ?? '']
+      for (const message of messages) expect(message).not.toMatch(SQL)
+      return { status: response.status, messages }
+    }
+    const cdsUrl = (url: string) => ({ cds_requires_CatalogService_credentials_url: url })
+
+    test('a replica added without cds deploy: its table is not deployed, run cds deploy and restart — which fixes it', async () => {
+      await server?.stop()
+      server = undefined
+      const file = path.join(cwd, 'srv/replicas.cds')
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/\}\s*$/, '  @federation.replicate\n  entity Authors as projection on external.Authors;\n}\n'))
+      const seeded = await fetch(`${provider.url}/odata/v4/control/seedAuthors`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 2, works: 1 }) })
+      expect(seeded.status).toBe(200)
+      await restart()
+      const { status, messages } = await runFails('ReplicaService.Authors')
+      expect(status).toBe(502)
+      for (const message of messages) expect(message).toMatch(/The replica table of pipeline 'ReplicaService\.Authors' \(ReplicaService_Authors\) is not deployed: run cds deploy and restart the app/)
+
+      // cds deploy on SQLite recreates every table, the tracker's too: the app registers its pipelines again when it starts
+      await server!.stop()
+      server = undefined
+      await runCommand('bash', ['-c', 'cds deploy'], cwd, 120_000, env())
+      await restart()
+      const fixed = await fetch(`${server!.url}/pipeline/execute`, { method: 'POST', headers: { ...alice, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ReplicaService.Authors' }) })
+      expect(await fixed.json()).toMatchObject({ status: 'completed', statistics: { created: 2 } })
+    })
+
+    test('no provider URL (step 2 without -c): cds watch mocks the service; the answer says to bind it', async () => {
+      const original = readFileSync(packageJson(), 'utf8')
+      const pkg = JSON.parse(original)
+      delete pkg.cds.requires.CatalogService.credentials
+      writeFileSync(packageJson(), JSON.stringify(pkg, null, 2))
+      try {
+        await restart()
+        expect(server!.output()).toMatch(/mocking CatalogService/)
+        const { status, messages } = await runFails('ReplicaService.Books')
+        expect(status).toBe(502)
+        expect(server!.output()).toMatch(/pipeline 'ReplicaService\.Books' copies a mock, not a provider/)
+        for (const message of messages) expect(message).toMatch(/^(?:Run \S+ of pipeline 'ReplicaService\.Books' failed: )?CatalogService is not bound to a provider: .*mocks it in-process.*cds\.requires\.CatalogService\.credentials\.url/)
+      } finally {
+        writeFileSync(packageJson(), original)
+      }
+    })
+
+    test('the provider is not reachable: the answer names the service, its URL and the setting', async () => {
+      const closed = http.createServer()
+      await new Promise<void>(resolve => closed.listen(0, '127.0.0.1', () => resolve()))
+      const port = (closed.address() as AddressInfo).port
+      await new Promise(resolve => closed.close(resolve))
+      await restart(cdsUrl(`http://127.0.0.1:${port}/odata/v4/catalog`))
+      const { status, messages } = await runFails('ReplicaService.Books')
+      expect(status).toBe(502)
+      for (const message of messages) expect(message).toContain(`Cannot reach CatalogService at http://127.0.0.1:${port}/odata/v4/catalog (connection refused): check cds.requires.CatalogService.credentials.url`)
+    })
+
+    test('a wrong binding: 404 on the service path and 401 of a provider that wants credentials name the binding', async () => {
+      await restart(cdsUrl(`${provider.url}/odata/v4/no-such-service`))
+      const notFound = await runFails('ReplicaService.Books')
+      expect(notFound.status).toBe(502)
+      for (const message of notFound.messages) expect(message).toMatch(/CatalogService at http:\/\/127\.0\.0\.1:\d+\/odata\/v4\/no-such-service answered 404 \(not found\): check the binding cds\.requires\.CatalogService/)
+
+      refusing = http.createServer((_req, res) => { res.writeHead(401, { 'www-authenticate': 'Basic realm="provider"' }); res.end() })
+      await new Promise<void>(resolve => refusing!.listen(0, '127.0.0.1', () => resolve()))
+      await restart(cdsUrl(`http://127.0.0.1:${(refusing.address() as AddressInfo).port}/odata/v4/catalog`))
+      const unauthorized = await runFails('ReplicaService.Books')
+      expect(unauthorized.status).toBe(502)
+      for (const message of unauthorized.messages) expect(message).toMatch(/CatalogService at \S+ refused the request with 401 \(not authenticated\): check the binding cds\.requires\.CatalogService/)
+    })
+  })
 
   /** What each kind of step must have done, beyond exiting with 0. */
   function check(block: QuickstartBlock, output: string): void {
