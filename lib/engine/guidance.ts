@@ -35,10 +35,14 @@ const mockedText = (service: string) =>
   `with no data of its own (cds import writes none) and, on a deployed database file, no tables. ` +
   `Give it the provider's service URL (cds.requires.${service}.credentials.url, or a destination) and restart the app`
 
-/** Logged once per pipeline when it is prepared: a copy of a mock is rarely what the user wants. */
+const warnedMocks = new Set<string>()
+
+/** Logged at a pipeline's first run in this process: a copy of a mock is rarely what the user wants. */
 export function warnMockedSource(pipeline: ResolvedPipeline): void {
   const { service } = pipeline.config.source
-  if (isMocked(service)) LOG.warn(`pipeline '${pipeline.name}' copies a mock, not a provider: ${mockedText(service)}`)
+  if (!isMocked(service) || warnedMocks.has(pipeline.name)) return
+  warnedMocks.add(pipeline.name)
+  LOG.warn(`pipeline '${pipeline.name}' copies a mock, not a provider: ${mockedText(service)}`)
 }
 
 const UNREACHABLE: Record<string, string> = {

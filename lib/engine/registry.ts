@@ -29,7 +29,6 @@ import { checkSource } from './source-check.js'
 import { checkOverridesSize } from './limits.js'
 import { assertTenantId, invalidTenantId } from '../security/tenant-id.js'
 import { warnNarrowerTarget } from './shapes.js'
-import { warnMockedSource } from './guidance.js'
 
 /** At the latest this long after a queue task's start, its run starts even if the task's transaction has not ended. */
 const QUEUED_RUN_FALLBACK = 5000
@@ -364,7 +363,6 @@ export class PipelineRegistry {
         if (source instanceof CqnSourceAdapter && targetEntity) source.orderKeys = keyNames(targetEntity)
         const prepared = { pipeline, source, target, mapping }
         warnNarrowerTarget(prepared) // a configuration fact, said once here, never as drift
-        warnMockedSource(pipeline)
         return prepared
       })()
       entry.prepared.catch(() => { if (entry.prepared) entry.prepared = undefined })
