@@ -1,6 +1,6 @@
 /**
  * A new user's path, end to end, with the real tools (README "Setup", "Usage", "Federation",
- * "Management API", "Console"):
+ * "Management API", "Console"; the README's quick start itself, as written, is readme-quickstart.test.ts):
  *
  *   cds init bookshop --nodejs            (this repository's @sap/cds-dk 10)
  *   cds import CatalogService.edmx        (the $metadata of a real provider: test/fixtures/provider)
