@@ -9,6 +9,7 @@ import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { publicError, rememberCorrelation } from '../security/redact.js'
 import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
+import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
@@ -183,6 +184,7 @@ export class PipelineRun {
   async execute(): Promise<RunOutcome> {
     const { runId, name, request } = this
     liveStatistics.set(runId, this.statistics)
+    warnMockedSource(this.prepared.pipeline)
     try {
       const watermark = await this.transfer(this.row!)
       const endTime = new Date()
@@ -193,6 +195,7 @@ export class PipelineRun {
       await this.done('completed', endTime)
       return { runId, status: 'completed', statistics: outcomeStatistics(this.statistics) }
     } catch (error) {
+      rememberGuidance(error, this.prepared.pipeline)
       const failure = describeError(error, `pipeline '${name}'`)
       // the log keeps the whole message (credentials redacted), the stored error what users may see
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed [correlation id ${failure.correlationId}]: ${failure.detail}`)

@@ -117,6 +117,16 @@ export function redactHeaders(value: unknown, seen = new WeakSet<object>(), dept
 const SQL_TEXT = /no such (?:table|column)|SQLITE_|syntax error|constraint failed|relation "[^"]*" does not exist|column "[^"]*" does not exist|invalid table name|invalid column name|\b(?:SELECT|INSERT|UPDATE|DELETE|UPSERT|CREATE|DROP|ALTER)\b[\s\S]*\b(?:FROM|INTO|SET|TABLE|WHERE|VALUES)\b/
 const MISSING_TABLE = /no such table:?\s*(?:main\.)?([\w$.]+)|relation "([^"]+)" does not exist|invalid table name:?\s*(?:Could not find table\/view\s*)?([\w$.]+)/i
 
+/**
+ * The table a database error says is missing (`no such table: X` on SQLite, `relation "x" does
+ * not exist` on PostgreSQL, `invalid table name` on HANA), as the database names it.
+ */
+export function missingTable(error: unknown): string | undefined {
+  if (!isDatabaseError(error)) return undefined
+  const missing = MISSING_TABLE.exec(String((error as Error).message))
+  return missing ? (missing[1] ?? missing[2] ?? missing[3]) : undefined
+}
+
 /** Whether an error comes from the database (its message would show SQL or the schema). */
 export function isDatabaseError(error: unknown): boolean {
   const e = error as { code?: unknown; sql?: unknown; query?: unknown; sqlState?: unknown; severity?: unknown; message?: unknown } | undefined
@@ -155,12 +165,15 @@ export function publicError(error: unknown, what?: string): PublicError {
   const named = /correlation id ([0-9a-f-]{36})/i.exec(raw)?.[1]
   const id = typeof known === 'string' ? known : (named ?? correlationId())
   const detail = redactText(raw)
-  if (!isDatabaseError(error)) return { message: detail, detail, correlationId: id, database: false }
-  const missing = MISSING_TABLE.exec(raw)
-  const table = missing ? (missing[1] ?? missing[2] ?? missing[3]) : undefined
+  const database = isDatabaseError(error)
+  // what the user is to do next, where the run could tell (engine/guidance.ts)
+  const guidance = (error as { guidance?: unknown } | undefined)?.guidance
+  if (typeof guidance === 'string') return { message: redactText(guidance), detail, correlationId: id, database }
+  if (!database) return { message: detail, detail, correlationId: id, database: false }
+  const table = missingTable(error)
   const subject = what ? ` of ${what}` : ''
   const message = table
-    ? `A database table${subject} (${table}) is not deployed: run cds deploy (for a tenant: upgrade its database), then try again. Correlation id ${id}`
+    ? `A database table${subject} (${table}) is not deployed: run cds deploy and restart the app (for a tenant: upgrade its database), then try again. Correlation id ${id}`
     : `The database rejected a statement${subject}; the details are in the application log under correlation id ${id}`
   return { message, detail, correlationId: id, database: true }
 }

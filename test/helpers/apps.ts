@@ -3,6 +3,7 @@
  * crash tests), plus the provider's control API.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 
@@ -147,4 +148,30 @@ export async function startInstalledApp(dir: string, options: { env?: Record<str
   const serve = path.join(dir, 'node_modules/@sap/cds/bin/serve.js')
   const child = spawn(process.execPath, [serve, '--port', '0'], { cwd: dir, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
   return served(child, dir, options.timeout ?? 60_000)
+}
+
+/**
+ * `npm pack` of this checkout into `dest` (what `npm add cap-data-pipeline` would install); the
+ * console must have been built (`npm run build`, part of `npm test`) for /pipeline-console/.
+ */
+export async function packPlugin(dest: string): Promise<string> {
+  if (!existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
+  const packed = JSON.parse(await runNpm(['pack', '--ignore-scripts', '--json', '--pack-destination', dest], ROOT, 120_000))
+  return path.join(dest, packed[0].filename as string)
+}
+
+/**
+ * A shell command line that ends in a server (`cds deploy && cds watch`), in its own process group
+ * so that stopping it ends the shell and every process it started.
+ */
+export async function startShell(command: string, cwd: string, options: { env?: Record<string, string>; timeout?: number } = {}): Promise<RunningApp> {
+  const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', command], { cwd, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  const app = await served(child, cwd, options.timeout ?? 120_000)
+  const signal = (name: NodeJS.Signals) => { try { process.kill(-child.pid!, name) } catch { /* already gone */ } }
+  const exited = new Promise<void>(resolve => (child.exitCode === null ? child.on('exit', () => resolve()) : resolve()))
+  return {
+    ...app,
+    async stop() { signal('SIGTERM'); await exited },
+    async kill() { signal('SIGKILL'); await exited },
+  }
 }

@@ -13,7 +13,7 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { ROOT, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 
 const SEEDED = 5
 const HTTP_FILE = 'test/http/data-pipeline.http'
@@ -68,10 +68,6 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
   let firstRun = ''
 
   beforeAll(async () => {
-    const pack = async () => {
-      const packed = JSON.parse(await runNpm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT, 120_000))
-      return path.join(work, packed[0].filename as string)
-    }
     const project = async () => {
       provider = await startProvider()
       await provider.control.seed({ count: SEEDED, modifiedAt: '2026-03-01T10:00:00.000Z' })
@@ -81,7 +77,7 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
       writeFileSync(path.join(work, 'CatalogService.edmx'), await metadata.text())
       await runCds(['import', path.join(work, 'CatalogService.edmx')], app)
     }
-    const [tarball] = await Promise.all([pack(), project()])
+    const [tarball] = await Promise.all([packPlugin(work), project()])
     await runNpm(['add', '--no-audit', '--no-fund', '--prefer-offline', tarball], app)
   }, 300_000)
 

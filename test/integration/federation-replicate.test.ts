@@ -326,3 +326,21 @@ describe('registration rules', () => {
       .toMatchObject({ preload: 'wait', config: { schedule: 60000, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'X' } } })
   })
 })
+
+describe('a replica table that is not deployed (SQLite: no such table; PostgreSQL: relation … does not exist)', () => {
+  test('the run fails saying which table to deploy and what to do next, in its error and the tracker row, never SQL', async () => {
+    // views of the model read it: PostgreSQL drops them along (CASCADE), SQLite leaves them
+    const postgres = (cds.env.requires as unknown as { db: { kind: string } }).db.kind === 'postgres'
+    await cds.run(`DROP TABLE federation_Catalog${postgres ? ' CASCADE' : ''}`)
+    const error = await run('federation.Catalog', 'full').then(() => undefined, (e: Error) => e)
+    expect(error).toBeDefined()
+    const [last] = (await runsOf('federation.Catalog')).slice(-1) as Array<RunRow & { error: string }>
+    const stored = JSON.parse(last.error) as { message: string; correlationId: string }
+    const tracker = await ql.SELECT.one.from('plugin.data_pipeline.Pipelines').where({ name: 'federation.Catalog' }) as { lastError: string }
+    for (const message of [stored.message, tracker.lastError]) {
+      expect(message).toMatch(/^The replica table of pipeline 'federation\.Catalog' \(federation_Catalog\) is not deployed: run cds deploy and restart the app/i)
+      expect(message).not.toMatch(/no such table|does not exist|SELECT|INSERT|DELETE/i)
+    }
+    expect(stored.correlationId).toMatch(/^[0-9a-f-]{36}$/)
+  })
+})

@@ -1,6 +1,6 @@
 /**
  * A new user's path, end to end, with the real tools (README "Setup", "Usage", "Federation",
- * "Management API", "Console"):
+ * "Management API", "Console"; the README's quick start itself, as written, is readme-quickstart.test.ts):
  *
  *   cds init bookshop --nodejs            (this repository's @sap/cds-dk 10)
  *   cds import CatalogService.edmx        (the $metadata of a real provider: test/fixtures/provider)
@@ -30,7 +30,7 @@ import http from 'node:http'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { ROOT, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { startRestProvider, type RestProvider } from '../fixtures/rest-provider/server.mjs'
 
 const SEEDED = 12
@@ -177,10 +177,7 @@ describe('a new user: cds init → cds import → npm add → annotate → cds d
   beforeAll(async () => {
     const pack = timed('pack', async () => {
       if (process.env.NEW_USER_TARBALL) return path.resolve(process.env.NEW_USER_TARBALL)
-      // `npm test` builds first; the console must have been built (npm run build) for /pipeline-console/
-      if (!existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
-      const packed = JSON.parse(await runNpm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT, 120_000))
-      return path.join(work, packed[0].filename as string)
+      return packPlugin(work)
     })
     ;[tarball, provider] = await Promise.all([pack, startProvider()])
     await provider.control.seed({ count: SEEDED, modifiedAt: STAMP })
