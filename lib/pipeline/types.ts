@@ -5,6 +5,7 @@
  * the rules and validation live in engine/config.ts, the adapters' contracts in adapters/types.ts.
  */
 import type { DeltaMode, ReplicationMode, ScheduleEngine, TransactionScope } from '../constants.js'
+import type { EventsInput, ResolvedEvents } from '../events/config.js'
 
 /** A record as read from a source or written to a target. */
 export type DataRecord = Record<string, unknown>
@@ -121,6 +122,8 @@ export interface PipelineConfig {
   onError?: OnErrorConfig
   /** Freshness (README "Progress and freshness"): the pipeline is `stale` when its last successful run is older than this (ms or a duration such as `'2h'`). */
   maxStaleness?: number | string
+  /** Event-driven replication (README "Event-driven replication"): subscriptions applied in micro-batches. */
+  events?: EventsInput
 }
 
 /** What the engine derives from a config: the shape and effective settings. */
@@ -143,6 +146,8 @@ export interface ResolvedPipeline {
   deletes?: ResolvedDeletes
   /** `maxStaleness` in ms; unset: freshness is not watched (`unknown`). */
   maxStaleness?: number
+  /** `events`, checked, with defaults applied. */
+  events?: ResolvedEvents
 }
 
 /**

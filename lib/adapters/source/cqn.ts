@@ -12,6 +12,7 @@ import { withRetry } from '../retry.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { shapeOfEntity, type LiveShape } from './live-shape.js'
+import { chunk, delegateSettings, keyPredicate } from '../../federation/delegate/keys.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
@@ -72,6 +73,21 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
       const keys = keyNames(entity)
       yield* pagesOf([{ order: keys }], this.batchSize, request => withRetry(() => this.entityPage(entity, keys, request), this.pipeline.retry))
     }
+  }
+
+  /** Event micro-batches: the rows of these keys, one query per chunk (`k in (…)`, or an `or` of key tuples). */
+  override async readByKeys(keys: DataRecord[]): Promise<DataRecord[]> {
+    const entity = this.entity
+    if (!entity || this.pipeline.config.source.query) return super.readByKeys(keys)
+    const names = keyNames(entity)
+    const columns = this.columns ? [...new Set([...this.columns, ...names])] : dataElementNames(entity)
+    const size = names.length === 1 ? 1000 : delegateSettings().keyChunkSize
+    const out: DataRecord[] = []
+    for (const part of chunk(keys, size)) {
+      const query = ql.SELECT.from(entity.name).columns(...columns).where(keyPredicate(names, part.map(k => names.map(n => k[n]))) as never)
+      out.push(...(await withRetry(() => this.service!.run(query), this.pipeline.retry)) as DataRecord[])
+    }
+    return out
   }
 
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */

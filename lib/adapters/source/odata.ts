@@ -15,6 +15,10 @@ import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } f
 import { PipelineError } from '../../pipeline/errors.js'
 import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
+import { chunk, delegateSettings } from '../../federation/delegate/keys.js'
+import { chunkByLength, inListFilter, inListLiteral } from '../../federation/delegate/inlist.js'
+import { statusOf } from '../retry.js'
+import type { Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
@@ -110,6 +114,58 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     )
   }
 
+  /**
+   * Event micro-batches: one request per chunk of keys. A single key goes to OData V4 as
+   * `k in (…)` (the delegates' key lists: same literals, same chunking by URL length); compound
+   * keys, OData V2 and a provider that rejects `in` get an `or` chain in chunks of `keyChunkSize`.
+   */
+  override async readByKeys(keys: DataRecord[]): Promise<DataRecord[]> {
+    if (!keys.length) return []
+    const names = this.keys()
+    const select = this.columns ? [...new Set([...this.columns, ...names])] : undefined
+    const settings = delegateSettings()
+    const type = names.length === 1 ? this.typeOf(names[0]) : undefined
+    const literals = type ? keys.map(k => inListLiteral(k[names[0]], type)) : []
+    const out: DataRecord[] = []
+    if (this.version === 'v4' && !this.rejectsIn && type && literals.every(l => l !== undefined)) {
+      const chunks = chunkByLength(literals as string[], l => encodeURIComponent(l).length + 1, settings.keyListLength, settings.keyChunkLimit)
+      try {
+        for (const list of chunks) {
+          const base = odataQueryPath(this.entitySet, { select, top: list.length }, this.typeOf, this.version)
+          out.push(...await this.readAll(`${base}&$filter=${inListFilter(names[0], list)}`, select))
+        }
+        return out
+      } catch (error) {
+        const status = statusOf(error)
+        if (status !== 400 && status !== 501) throw error
+        this.rejectsIn = true // an OData 4.0 provider: or chains from now on
+        out.length = 0
+        LOG.info(`pipeline '${this.pipeline.name}': the provider answered ${status} to a key list sent as 'in'; key lists go out as 'or' chains from now on`)
+      }
+    }
+    for (const part of chunk(keys, settings.keyChunkSize)) {
+      const filter: Predicate = { or: part.map(k => ({ and: names.map(n => ({ field: n, op: 'eq' as const, value: k[n] ?? null })) })) }
+      out.push(...await this.readAll(odataQueryPath(this.entitySet, { select, filter }, this.typeOf, this.version), select))
+    }
+    return out
+  }
+
+  private rejectsIn = false
+
+  /** One read and the pages its next links lead to, retried like reads. */
+  private async readAll(path: string, select: string[] | undefined): Promise<DataRecord[]> {
+    const rows: DataRecord[] = []
+    let next: string | undefined = path
+    for (let first = true; next; first = false) {
+      const request: PageRequest = first ? { order: [], top: 0, count: false } : { order: [], top: 0, count: false, nextLink: next }
+      const url: string = next
+      const page = await withRetry(() => first ? this.fetchPath(url) : this.fetchPage(request, select), this.pipeline.retry)
+      rows.push(...page.records)
+      next = page.nextLink
+    }
+    return rows
+  }
+
   protected typeOf = (field: string): string | undefined => builtinType(this.entity?.elements[field])
 
   /** The relative URL of one page. */
@@ -129,7 +185,10 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   }
 
   protected async fetchPage(request: PageRequest, select: string[] | undefined): Promise<PageResult> {
-    const path = this.pageUrl(request, select)
+    return this.fetchPath(this.pageUrl(request, select))
+  }
+
+  protected async fetchPath(path: string): Promise<PageResult> {
     if (LOG._debug) LOG.debug('GET', path)
     const result = (await this.service!.send({ method: 'GET', path })) as RemoteResult | DataRecord
     if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} without a collection`)

@@ -1,0 +1,133 @@
+/**
+ * Coalescing per pipeline: a stored key schedules a drain after the window; the drain takes the
+ * oldest waiting keys (at most `maxBatch`), holds the pipeline's run guard for the micro-batch
+ * (without a run row: the tracker keeps aggregates instead, stats.ts), applies them and removes
+ * them. While a full or delta run holds the guard, the keys wait and the drain tries again after
+ * it, so a message arriving during a run is applied after that run. Instances sharing a database
+ * share the waiting keys and the guard: whichever instance holds the guard applies them, once.
+ */
+import cds from '@sap/cds'
+import { randomUUID } from 'node:crypto'
+import { describeError, type EventDispatcher, type PreparedPipeline } from '../engine/run.js'
+import type { Tracker } from '../engine/tracker.js'
+import { applyBatch } from './apply.js'
+import type { PendingKeys } from './store.js'
+import type { EventStats } from './stats.js'
+import type { ResolvedEvents } from './config.js'
+import { batchSpan } from './span.js'
+
+const LOG = cds.log('data-pipeline|events')
+/** Waits between attempts while a run holds the guard (doubling up to the maximum). */
+const BUSY_FIRST = 50
+const BUSY_MAX = 1000
+
+export interface BatcherHost {
+  prepare(name: string): Promise<PreparedPipeline>
+  tracker: Tracker
+  dispatch: EventDispatcher
+  keys: PendingKeys
+  stats: EventStats
+}
+
+export class EventBatcher {
+  private timer?: NodeJS.Timeout
+  private draining?: Promise<void>
+  private again = false
+  private stopped = false
+
+  constructor(private readonly name: string, private readonly settings: ResolvedEvents, private readonly host: BatcherHost) {}
+
+  /** Keys were stored: drain after the window (a drain under way goes on with them). */
+  notify(delay = this.settings.window): void {
+    if (this.stopped) return
+    if (this.draining) {
+      this.again = true
+      return
+    }
+    if (this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.draining = this.drain().finally(() => {
+        this.draining = undefined
+        if (this.again) {
+          this.again = false
+          this.notify()
+        }
+      })
+    }, delay)
+    this.timer.unref?.()
+  }
+
+  /** Resolves once nothing is scheduled or under way (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.timer || this.draining) await (this.draining ?? new Promise(resolve => setTimeout(resolve, 10)))
+  }
+
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  private async drain(): Promise<void> {
+    let busy = BUSY_FIRST
+    for (;;) {
+      if (this.stopped) return
+      const rows = await this.host.keys.take(this.name, this.settings.maxBatch)
+      if (!rows.length) return
+      const outcome = await this.applyGuarded(rows)
+      if (outcome === 'busy') {
+        // a run holds the pipeline: its keys wait for it to end
+        await new Promise(resolve => setTimeout(resolve, busy))
+        busy = Math.min(BUSY_MAX, busy * 2)
+        continue
+      }
+      busy = BUSY_FIRST
+      if (outcome === 'failed') {
+        // the keys stay; the next message or the retry after a pause applies them again
+        this.notify(BUSY_MAX)
+        return
+      }
+    }
+  }
+
+  private async applyGuarded(rows: Awaited<ReturnType<PendingKeys['take']>>): Promise<'applied' | 'busy' | 'failed'> {
+    const { tracker, keys, stats } = this.host
+    const batchId = randomUUID()
+    const before = await tracker.read(this.name)
+    let prepared: PreparedPipeline
+    try {
+      prepared = await this.host.prepare(this.name)
+      await tracker.acquire(this.name, batchId, prepared.pipeline.leaseDuration)
+    } catch (error) {
+      if ((error as { code?: string }).code === 'PIPELINE_RUNNING') return 'busy'
+      LOG.error(`pipeline '${this.name}': event batch not applied: ${(error as Error).message}`)
+      return 'failed'
+    }
+    const span = batchSpan(this.name, rows.length)
+    const status = before?.status === 'failed' ? 'failed' : 'idle'
+    try {
+      if (before?.enabled === false) {
+        // a disabled pipeline writes nothing: its keys are dropped and counted as skipped
+        await keys.remove(this.name, rows)
+        stats.applied(this.name, 0, rows.length, [])
+        span.end({ skipped: rows.length })
+        return 'applied'
+      }
+      const outcome = await applyBatch(prepared, rows, batchId, this.host.dispatch)
+      await keys.remove(this.name, rows)
+      const now = Date.now()
+      stats.applied(this.name, outcome.applied, outcome.skipped, rows.map(r => now - Date.parse(r.eventTime)))
+      span.end({ applied: outcome.applied, skipped: outcome.skipped, created: outcome.statistics.created, updated: outcome.statistics.updated, deleted: outcome.statistics.deleted })
+      if (LOG._debug) LOG.debug(`pipeline '${this.name}': event batch of ${rows.length} keys applied`, outcome.statistics)
+      return 'applied'
+    } catch (error) {
+      const failure = describeError(error, `pipeline '${this.name}'`)
+      LOG.error(`pipeline '${this.name}': event batch of ${rows.length} keys failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+      span.fail(failure.message)
+      return 'failed'
+    } finally {
+      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`pipeline '${this.name}': event batch could not release the guard: ${(e as Error).message}`))
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Event-driven replication (README "Event-driven replication"): per pipeline with `events`, the
+ * subscriptions (subscribe.ts), the waiting keys (store.ts), the coalescing drain (batcher.ts)
+ * and the statistics (stats.ts). The engine service owns one instance.
+ */
+import cds from '@sap/cds'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
+import type { Tracker } from '../engine/tracker.js'
+import type { ResolvedPipeline } from '../pipeline/types.js'
+import { BaseSourceAdapter } from '../adapters/source/base.js'
+import { invalidConfig } from '../pipeline/errors.js'
+import { EventBatcher } from './batcher.js'
+import { PendingKeys } from './store.js'
+import { EventStats } from './stats.js'
+import { sourceKeys } from './apply.js'
+import { eventTimeOf, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import type { ResolvedTopic } from './config.js'
+
+export { resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
+
+const LOG = cds.log('data-pipeline|events')
+
+export interface EventsHost {
+  prepare(name: string): Promise<PreparedPipeline>
+  tracker: Tracker
+  dispatch: EventDispatcher
+}
+
+export class EventReplication {
+  readonly keys = new PendingKeys()
+  readonly stats = new EventStats()
+  private readonly batchers = new Map<string, EventBatcher>()
+
+  constructor(private readonly host: EventsHost) {}
+
+  /** Subscribes a pipeline with `events` (once per pipeline) and drains keys a previous process left. */
+  async subscribe(pipeline: ResolvedPipeline): Promise<void> {
+    const events = pipeline.events
+    if (!events || this.batchers.has(pipeline.name)) return
+    const prepared = await this.host.prepare(pipeline.name)
+    const keys = sourceKeys(prepared)
+    const entity = prepared.source.entityDefinition()?.name ?? qualified(pipeline)
+    const topics = topicsOf(events, entity)
+    const paths = new Map(topics.map((topic, i) => [topic, keyPaths(topic, events.topics ? i : undefined, keys)]))
+    if (topics.some(t => t.action === 'upsert') && prepared.source.readByKeys === BaseSourceAdapter.prototype.readByKeys)
+      throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
+    const batcher = new EventBatcher(pipeline.name, events, { ...this.host, keys: this.keys, stats: this.stats })
+    this.batchers.set(pipeline.name, batcher)
+    try {
+      await subscribeTopics(pipeline, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message))
+    } catch (error) {
+      this.batchers.delete(pipeline.name)
+      throw error
+    }
+    batcher.notify() // keys stored before a crash or restart
+  }
+
+  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage): Promise<void> {
+    const batcher = this.batchers.get(name)
+    if (!batcher) return
+    const { keys, unnamed } = keysOf(message, topic, paths)
+    const eventTime = eventTimeOf(message)
+    if (unnamed) {
+      LOG.warn(`pipeline '${name}': a message of '${topic.topic}' names no complete key (${Object.values(paths).join(', ')}); skipped`)
+      this.stats.applied(name, 0, unnamed, [])
+    }
+    this.stats.received(name, keys.length + unnamed, eventTime)
+    await Promise.all(keys.map(k => this.keys.put(name, k.key, k.action, k.payload, eventTime)))
+    batcher.notify()
+  }
+
+  /** Resolves once the pipeline's (or every pipeline's) waiting keys are applied and the statistics written. */
+  async idle(name?: string): Promise<void> {
+    for (const [each, batcher] of this.batchers) if (!name || each === name) await batcher.idle()
+    await this.stats.flush()
+  }
+
+  stop(): void {
+    for (const batcher of this.batchers.values()) batcher.stop()
+    void this.stats.flush()
+  }
+}
+
+function qualified(pipeline: ResolvedPipeline): string {
+  const { service, entity = '' } = pipeline.config.source
+  return service && !entity.startsWith(`${service}.`) ? `${service}.${entity}` : entity
+}
