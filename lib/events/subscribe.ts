@@ -7,6 +7,7 @@
  */
 import cds from '@sap/cds'
 import { invalidConfig } from '../pipeline/errors.js'
+import { isListening } from '../lifecycle.js'
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { EventAction, ResolvedEvents, ResolvedTopic } from './config.js'
 
@@ -33,8 +34,6 @@ export interface MessageKey {
   payload?: DataRecord
 }
 
-let listening = false
-cds.once('listening', () => { listening = true })
 
 /** The topics of a pipeline: as configured, or the provider's `<entity>.Created|Updated|Deleted` (CAP to CAP). */
 export function topicsOf(events: ResolvedEvents, sourceEntity: string): ResolvedTopic[] {
@@ -104,7 +103,7 @@ export async function subscribeTopics(pipeline: ResolvedPipeline, topics: Resolv
   if (typeof srv?.on !== 'function') throw invalidConfig('events.service', `'${events.service}' is not a messaging service`)
   const before = new Set(srv.subscribedTopics?.keys() ?? [])
   for (const topic of topics) srv.on(topic.topic, message => handler(topic, message))
-  if (listening && typeof srv.startListening === 'function' && srv.subscribedTopics) {
+  if (isListening() && typeof srv.startListening === 'function' && srv.subscribedTopics) {
     const all = srv.subscribedTopics
     const added = new Map([...all].filter(([name]) => !before.has(name)))
     if (added.size) {
