@@ -88,6 +88,8 @@ export class EventBatcher {
         this.notify(BUSY_MAX)
         return
       }
+      // a full batch: a backlog, go on at once; otherwise keys arriving meanwhile wait for a new window
+      if (rows.length < this.settings.maxBatch) return
     }
   }
 
