@@ -15,7 +15,7 @@ import { majorVersion, type QueueHost, type QueuedRunMessage, type TickMessage }
 import type { ScheduleInput } from '../lib/pipeline/types.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
-import { EventReplication } from '../lib/events/index.js'
+import { EventReplication, eventsOf } from '../lib/events/index.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/pipeline/types.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type { RunOutcome } from '../lib/engine/run.js'
@@ -174,8 +174,9 @@ export default class DataPipelineService extends cds.Service {
 
   /** Registers a pipeline (see README "Pipeline definition"); rejects incoherent configs naming the key. */
   async addPipeline(config: PipelineConfig): Promise<ResolvedPipeline> {
+    const events = eventsOf(config) // checked first: its errors name the `events…` key
     const pipeline = await this.registry.add(config)
-    if (pipeline.events) await this.eventReplication.subscribe(pipeline)
+    if (events) await this.eventReplication.subscribe(pipeline, events)
     return pipeline
   }
 

@@ -11,7 +11,6 @@ import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseSchedule } from './schedule.js'
 import { parseDuration } from './duration.js'
-import { resolveEvents } from '../events/config.js'
 import { MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
@@ -130,8 +129,6 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
   const maxStaleness = resolveMaxStaleness(config.maxStaleness)
-  const events = resolveEvents(config.events)
-  if (events && shape === 'query') throw invalidConfig('events', 'is not possible with source.query (a derived snapshot has no keys to fetch)')
 
   return {
     name,
@@ -154,7 +151,6 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     onError: resolveOnError(config.onError),
     deletes,
     ...(maxStaleness === undefined ? {} : { maxStaleness }),
-    ...(events ? { events } : {}),
   }
 }
 

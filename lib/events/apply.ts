@@ -19,6 +19,7 @@ import { tupleId } from '../federation/delegate/keys.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { WriteContext, WriteStatistics } from '../adapters/types.js'
 import type { PendingKey } from './store.js'
+import { readByKeys } from './fetch.js'
 
 export interface BatchOutcome {
   statistics: WriteStatistics
@@ -26,7 +27,7 @@ export interface BatchOutcome {
   applied: number
   /** Keys set aside (`onError: 'skip'`). */
   skipped: number
-  /** Provider reads of the batch. */
+  /** Source requests of the batch. */
   fetched: number
 }
 
@@ -47,8 +48,8 @@ export async function applyBatch(prepared: PreparedPipeline, rows: PendingKey[],
   const gone: DataRecord[] = rows.filter(r => r.action === 'delete').map(r => JSON.parse(r.recordKey) as DataRecord)
   let fetched = 0
   if (upserts.length) {
-    const found = await source.readByKeys(upserts)
-    fetched = found.length
+    const { rows: found, requests } = await readByKeys(source, upserts)
+    fetched = requests
     const present = new Set(found.map(row => tupleId(keys.map(k => row[k]))))
     for (const key of upserts) if (!present.has(tupleId(keys.map(k => key[k])))) gone.push(key)
     records.push(...found)

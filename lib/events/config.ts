@@ -6,31 +6,10 @@
  */
 import { invalidConfig } from '../pipeline/errors.js'
 import { parseDuration } from '../engine/duration.js'
+import type { EventAction, EventTopicConfig, EventsConfig, EventsInput, PipelineConfig } from '../pipeline/types.js'
 
-export const EVENT_ACTIONS = ['upsert', 'delete', 'payload'] as const
-export type EventAction = (typeof EVENT_ACTIONS)[number]
-
-/** One topic as configured: a plain string is `{ topic }` with the defaults. */
-export interface EventTopicConfig {
-  topic: string
-  /** The payload field holding the single key, or `{ <key element>: '<payload path>' }`; default: payload fields named like the keys. */
-  key?: string | Record<string, string>
-  action?: EventAction
-}
-
-export interface EventsConfig {
-  /** A CAP messaging service in `cds.requires` (default `messaging`). */
-  service?: string
-  /** Unset: the provider's `<entity>.Created|Updated|Deleted` topics (CAP to CAP, `@federation.emit`). */
-  topics?: Array<string | EventTopicConfig>
-  /** Coalescing window: ms or a duration such as `200ms` (default 200 ms). */
-  window?: number | string
-  /** Most keys per micro-batch (default 1000). */
-  maxBatch?: number
-}
-
-/** `events` as users write it: an object, a messaging service name, or `true` (= `messaging`). */
-export type EventsInput = EventsConfig | string | true
+export const EVENT_ACTIONS: readonly EventAction[] = ['upsert', 'delete', 'payload']
+export type { EventAction, EventTopicConfig, EventsConfig, EventsInput }
 
 export interface ResolvedTopic {
   topic: string
@@ -52,6 +31,13 @@ const KEYS = ['service', 'topics', 'window', 'maxBatch']
 const TOPIC_KEYS = ['topic', 'key', 'action']
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const PATH = /^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/
+
+/** The `events` of a pipeline config, checked (a query-shape pipeline has no keys to fetch). */
+export function eventsOf(config: PipelineConfig): ResolvedEvents | undefined {
+  const events = resolveEvents((config as { events?: unknown } | undefined)?.events)
+  if (events && config.source?.query !== undefined) throw invalidConfig('events', 'is not possible with source.query (a derived snapshot has no keys to fetch)')
+  return events
+}
 
 /** Validates `events`; undefined when not set (or `false`). */
 export function resolveEvents(input: unknown): ResolvedEvents | undefined {

@@ -7,16 +7,16 @@ import cds from '@sap/cds'
 import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
 import type { Tracker } from '../engine/tracker.js'
 import type { ResolvedPipeline } from '../pipeline/types.js'
-import { BaseSourceAdapter } from '../adapters/source/base.js'
+import { readsByKey } from './fetch.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import { EventBatcher } from './batcher.js'
 import { PendingKeys } from './store.js'
 import { EventStats } from './stats.js'
 import { sourceKeys } from './apply.js'
 import { eventTimeOf, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
-import type { ResolvedTopic } from './config.js'
+import type { ResolvedEvents, ResolvedTopic } from './config.js'
 
-export { resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
+export { eventsOf, resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
 
 const LOG = cds.log('data-pipeline|events')
 
@@ -34,20 +34,19 @@ export class EventReplication {
   constructor(private readonly host: EventsHost) {}
 
   /** Subscribes a pipeline with `events` (once per pipeline) and drains keys a previous process left. */
-  async subscribe(pipeline: ResolvedPipeline): Promise<void> {
-    const events = pipeline.events
-    if (!events || this.batchers.has(pipeline.name)) return
+  async subscribe(pipeline: ResolvedPipeline, events: ResolvedEvents): Promise<void> {
+    if (this.batchers.has(pipeline.name)) return
     const prepared = await this.host.prepare(pipeline.name)
     const keys = sourceKeys(prepared)
     const entity = prepared.source.entityDefinition()?.name ?? qualified(pipeline)
     const topics = topicsOf(events, entity)
     const paths = new Map(topics.map((topic, i) => [topic, keyPaths(topic, events.topics ? i : undefined, keys)]))
-    if (topics.some(t => t.action === 'upsert') && prepared.source.readByKeys === BaseSourceAdapter.prototype.readByKeys)
+    if (topics.some(t => t.action === 'upsert') && !readsByKey(prepared.source))
       throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
     const batcher = new EventBatcher(pipeline.name, events, { ...this.host, keys: this.keys, stats: this.stats })
     this.batchers.set(pipeline.name, batcher)
     try {
-      await subscribeTopics(pipeline, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message))
+      await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message))
     } catch (error) {
       this.batchers.delete(pipeline.name)
       throw error

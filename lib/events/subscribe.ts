@@ -8,7 +8,7 @@
 import cds from '@sap/cds'
 import { invalidConfig } from '../pipeline/errors.js'
 import { isListening } from '../lifecycle.js'
-import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
+import type { DataRecord } from '../pipeline/types.js'
 import type { EventAction, ResolvedEvents, ResolvedTopic } from './config.js'
 
 const LOG = cds.log('data-pipeline|events')
@@ -92,8 +92,7 @@ export function eventTimeOf(message: InboundMessage): string {
  * already listens (a pipeline added after the server started) is asked to listen to the new
  * topics only, through its own `startListening`.
  */
-export async function subscribeTopics(pipeline: ResolvedPipeline, topics: ResolvedTopic[], handler: (topic: ResolvedTopic, message: InboundMessage) => Promise<void>): Promise<MessagingService> {
-  const events = pipeline.events!
+export async function subscribeTopics(name: string, events: ResolvedEvents, topics: ResolvedTopic[], handler: (topic: ResolvedTopic, message: InboundMessage) => Promise<void>): Promise<MessagingService> {
   let srv: MessagingService
   try {
     srv = (await cds.connect.to(events.service)) as unknown as MessagingService
@@ -117,6 +116,6 @@ export async function subscribeTopics(pipeline: ResolvedPipeline, topics: Resolv
       await started
     }
   }
-  LOG.info(`pipeline '${pipeline.name}': subscribed to ${topics.map(t => `'${t.topic}'`).join(', ')} on '${events.service}'`)
+  LOG.info(`pipeline '${name}': subscribed to ${topics.map(t => `'${t.topic}'`).join(', ')} on '${events.service}'`)
   return srv
 }

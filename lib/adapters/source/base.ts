@@ -67,16 +67,6 @@ export abstract class BaseSourceAdapter {
     throw new PipelineError('NOT_SUPPORTED', `deletes.sweep: the source of pipeline '${this.pipeline.name}' (${this.constructor.name}) cannot list its keys; implement readKeys() or use delta.deletedField`, { target: 'deletes.sweep' })
   }
 
-  /**
-   * Event-driven replication (README "Event-driven replication"): the current rows of these keys
-   * (source names), as few requests as the source allows (key lists per chunk). A key the source
-   * no longer has is simply missing from the answer. Adapters that cannot read by key keep this
-   * default, and an `upsert` topic fails naming the setting.
-   */
-  async readByKeys(_keys: DataRecord[]): Promise<DataRecord[]> {
-    throw new PipelineError('NOT_SUPPORTED', `events: the source of pipeline '${this.pipeline.name}' (${this.constructor.name}) cannot read rows by key; use action 'payload' or implement readByKeys()`, { target: 'events' })
-  }
-
   /** Source names of the keys `readKeys()` orders by; undefined when its records carry the target's key names (REST). */
   keyOrder(): string[] | undefined {
     return undefined

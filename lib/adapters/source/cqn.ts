@@ -12,7 +12,6 @@ import { withRetry } from '../retry.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { shapeOfEntity, type LiveShape } from './live-shape.js'
-import { chunk, delegateSettings, keyPredicate } from '../../federation/delegate/keys.js'
 import { connect, isDatabaseService, ql, type Query, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
@@ -75,19 +74,14 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     }
   }
 
-  /** Event micro-batches: the rows of these keys, one query per chunk (`k in (…)`, or an `or` of key tuples). */
-  override async readByKeys(keys: DataRecord[]): Promise<DataRecord[]> {
+  /** Every row of the entity matching a CQN `where` (event micro-batches, lib/events); retried like reads. */
+  async readWhere(where: unknown[]): Promise<DataRecord[]> {
     const entity = this.entity
-    if (!entity || this.pipeline.config.source.query) return super.readByKeys(keys)
+    if (!entity || this.pipeline.config.source.query) throw new PipelineError('NOT_SUPPORTED', `pipeline '${this.pipeline.name}': a query-shape source cannot be read by key`, { target: 'events' })
     const names = keyNames(entity)
     const columns = this.columns ? [...new Set([...this.columns, ...names])] : dataElementNames(entity)
-    const size = names.length === 1 ? 1000 : delegateSettings().keyChunkSize
-    const out: DataRecord[] = []
-    for (const part of chunk(keys, size)) {
-      const query = ql.SELECT.from(entity.name).columns(...columns).where(keyPredicate(names, part.map(k => names.map(n => k[n]))) as never)
-      out.push(...(await withRetry(() => this.service!.run(query), this.pipeline.retry)) as DataRecord[])
-    }
-    return out
+    const query = ql.SELECT.from(entity.name).columns(...columns).where(where as never)
+    return (await withRetry(() => this.service!.run(query), this.pipeline.retry)) as DataRecord[]
   }
 
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */

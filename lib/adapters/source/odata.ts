@@ -15,10 +15,7 @@ import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } f
 import { PipelineError } from '../../pipeline/errors.js'
 import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
-import { chunk, delegateSettings } from '../../federation/delegate/keys.js'
-import { chunkByLength, inListFilter, inListLiteral } from '../../federation/delegate/inlist.js'
-import { statusOf } from '../retry.js'
-import type { Predicate } from '../predicate.js'
+import { toODataFilter, type Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
@@ -114,43 +111,27 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     )
   }
 
-  /**
-   * Event micro-batches: one request per chunk of keys. A single key goes to OData V4 as
-   * `k in (…)` (the delegates' key lists: same literals, same chunking by URL length); compound
-   * keys, OData V2 and a provider that rejects `in` get an `or` chain in chunks of `keyChunkSize`.
-   */
-  override async readByKeys(keys: DataRecord[]): Promise<DataRecord[]> {
-    if (!keys.length) return []
-    const names = this.keys()
-    const select = this.columns ? [...new Set([...this.columns, ...names])] : undefined
-    const settings = delegateSettings()
-    const type = names.length === 1 ? this.typeOf(names[0]) : undefined
-    const literals = type ? keys.map(k => inListLiteral(k[names[0]], type)) : []
-    const out: DataRecord[] = []
-    if (this.version === 'v4' && !this.rejectsIn && type && literals.every(l => l !== undefined)) {
-      const chunks = chunkByLength(literals as string[], l => encodeURIComponent(l).length + 1, settings.keyListLength, settings.keyChunkLimit)
-      try {
-        for (const list of chunks) {
-          const base = odataQueryPath(this.entitySet, { select, top: list.length }, this.typeOf, this.version)
-          out.push(...await this.readAll(`${base}&$filter=${inListFilter(names[0], list)}`, select))
-        }
-        return out
-      } catch (error) {
-        const status = statusOf(error)
-        if (status !== 400 && status !== 501) throw error
-        this.rejectsIn = true // an OData 4.0 provider: or chains from now on
-        out.length = 0
-        LOG.info(`pipeline '${this.pipeline.name}': the provider answered ${status} to a key list sent as 'in'; key lists go out as 'or' chains from now on`)
-      }
-    }
-    for (const part of chunk(keys, settings.keyChunkSize)) {
-      const filter: Predicate = { or: part.map(k => ({ and: names.map(n => ({ field: n, op: 'eq' as const, value: k[n] ?? null })) })) }
-      out.push(...await this.readAll(odataQueryPath(this.entitySet, { select, filter }, this.typeOf, this.version), select))
-    }
-    return out
+  /** The OData version of the source (`v4`, `v2`). */
+  get odataVersion(): ODataVersion {
+    return this.version
   }
 
-  private rejectsIn = false
+  /** The CDS type of a source element (for literals). */
+  elementType(field: string): string | undefined {
+    return this.typeOf(field)
+  }
+
+  /**
+   * Every row matching a filter (event micro-batches, lib/events): `filter` is a predicate, or
+   * `$filter` text already encoded for the URL; `$select` of the columns the target needs; next
+   * links followed; retried like reads.
+   */
+  async readWhere(filter: Predicate | string, top?: number): Promise<DataRecord[]> {
+    const select = this.columns ? [...new Set([...this.columns, ...this.keys()])] : undefined
+    const base = odataQueryPath(this.entitySet, { select, top }, this.typeOf, this.version)
+    const text = typeof filter === 'string' ? filter : encodeURIComponent(toODataFilter(filter, this.typeOf, this.version))
+    return this.readAll(`${base}${base.includes('?') ? '&' : '?'}$filter=${text}`, select)
+  }
 
   /** One read and the pages its next links lead to, retried like reads. */
   private async readAll(path: string, select: string[] | undefined): Promise<DataRecord[]> {
