@@ -81,22 +81,27 @@ export class EventStats {
     if (!entries.length) return
     const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000).toISOString()
     const db = await connect('db')
-    await db.tx(async tx => {
-      for (const [pipeline, counts] of entries) {
-        const lag = this.percentiles(pipeline)
-        const set = {
-          received: { '+=': counts.received }, applied: { '+=': counts.applied }, skipped: { '+=': counts.skipped },
-          ...(lag ? { lagP50: lag.p50, lagP95: lag.p95 } : {}), ...(counts.lastEvent ? { lastEvent: counts.lastEvent } : {}),
-        }
-        const affected = await tx.run(ql.UPDATE.entity(EVENT_STATS_ENTITY).set(set).where({ pipeline, minute }))
-        if (Number(affected) > 0) continue
-        await tx.run(ql.INSERT.into(EVENT_STATS_ENTITY).entries([{
-          pipeline, minute, received: counts.received, applied: counts.applied, skipped: counts.skipped,
-          lagP50: lag?.p50 ?? null, lagP95: lag?.p95 ?? null, lastEvent: counts.lastEvent ?? null,
-        }]))
-        // a new minute: the day-old rows go (the table stays bounded)
-        await tx.run(ql.DELETE.from(EVENT_STATS_ENTITY).where({ pipeline, minute: { '<': new Date(Date.now() - KEEP).toISOString() } }))
+    for (const [pipeline, counts] of entries) {
+      const lag = this.percentiles(pipeline)
+      const set = {
+        received: { '+=': counts.received }, applied: { '+=': counts.applied }, skipped: { '+=': counts.skipped },
+        ...(lag ? { lagP50: lag.p50, lagP95: lag.p95 } : {}), ...(counts.lastEvent ? { lastEvent: counts.lastEvent } : {}),
       }
-    })
+      const update = () => db.tx(async tx => Number(await tx.run(ql.UPDATE.entity(EVENT_STATS_ENTITY).set(set).where({ pipeline, minute }))) > 0)
+      if (await update()) continue
+      try {
+        await db.tx(async tx => {
+          await tx.run(ql.INSERT.into(EVENT_STATS_ENTITY).entries([{
+            pipeline, minute, received: counts.received, applied: counts.applied, skipped: counts.skipped,
+            lagP50: lag?.p50 ?? null, lagP95: lag?.p95 ?? null, lastEvent: counts.lastEvent ?? null,
+          }]))
+          // a new minute: the day-old rows go (the table stays bounded)
+          await tx.run(ql.DELETE.from(EVENT_STATS_ENTITY).where({ pipeline, minute: { '<': new Date(Date.now() - KEEP).toISOString() } }))
+        })
+      } catch (error) {
+        // another instance inserted the minute's row first: add to it
+        if (!(await update())) throw error
+      }
+    }
   }
 }
