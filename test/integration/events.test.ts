@@ -95,6 +95,21 @@ describe('declarative subscriptions', () => {
   })
 })
 
+describe('CAP to CAP', () => {
+  test("events: '<service>' follows the provider's <entity>.Created/Updated/Deleted topics (@federation.emit), keyed by the entity's keys", async () => {
+    await ctx.provider.control.seed({ from: 501, count: 2 })
+    await ctx.engine.addPipeline({ name: 'ev-cap', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksPayload' }, events: SERVICE } as never)
+    await bus.emit('Provider.Books.Created', { ID: 501 }, { time: new Date().toISOString() })
+    await bus.emit('Provider.Books.Created', { ID: 502 })
+    await waitFor(async () => (await one('consumer.EvBooksPayload', { ID: 502 }))?.title === 'Book 502', 'the created rows')
+    await ctx.provider.control.touch({ from: 501, title: 'updated at the provider' })
+    await bus.emit('Provider.Books.Updated', { ID: 501 })
+    await waitFor(async () => (await one('consumer.EvBooksPayload', { ID: 501 }))?.title === 'updated at the provider', 'the update')
+    await bus.emit('Provider.Books.Deleted', { ID: 502 })
+    await waitFor(async () => !(await one('consumer.EvBooksPayload', { ID: 502 })), 'the delete')
+  })
+})
+
 describe('CAP inbox', () => {
   test("a messaging service with inboxed: true: the message goes through CAP's inbox, then its key is applied", async () => {
     const inboxed = await redisMessaging('ev-inboxed', { inboxed: true })
