@@ -20,6 +20,13 @@ const LOG = cds.log('data-pipeline|events')
 /** Waits between attempts while a run holds the guard (doubling up to the maximum). */
 const BUSY_FIRST = 50
 const BUSY_MAX = 1000
+/** Waits before a failed micro-batch is tried again (doubling up to the maximum). */
+const FAILED_FIRST = 1000
+const FAILED_MAX = 30_000
+/** Attempts of a failing micro-batch (about two minutes with the pauses) before its keys are dropped. */
+const MAX_ATTEMPTS = 8
+
+const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
 
 export interface BatcherHost {
   prepare(name: string): Promise<PreparedPipeline>
@@ -34,6 +41,8 @@ export class EventBatcher {
   private draining?: Promise<void>
   private again = false
   private stopped = false
+  private failed = FAILED_FIRST
+  private attempts = 0
 
   constructor(private readonly name: string, private readonly settings: ResolvedEvents, private readonly host: BatcherHost) {}
 
@@ -69,6 +78,11 @@ export class EventBatcher {
     this.timer = undefined
   }
 
+  private reset(): void {
+    this.failed = FAILED_FIRST
+    this.attempts = 0
+  }
+
   private async drain(): Promise<void> {
     let busy = BUSY_FIRST
     for (;;) {
@@ -78,16 +92,26 @@ export class EventBatcher {
       const outcome = await this.applyGuarded(rows)
       if (outcome === 'busy') {
         // a run holds the pipeline: its keys wait for it to end
-        await new Promise(resolve => setTimeout(resolve, busy))
+        await pause(busy)
         busy = Math.min(BUSY_MAX, busy * 2)
         continue
       }
       busy = BUSY_FIRST
       if (outcome === 'failed') {
-        // the keys stay; the next message or the retry after a pause applies them again
-        this.notify(BUSY_MAX)
-        return
+        if (++this.attempts >= MAX_ATTEMPTS) {
+          // never stuck behind a batch that keeps failing: its keys go, counted as skipped; the scheduled delta run catches their changes
+          LOG.error(`pipeline '${this.name}': an event batch of ${rows.length} keys failed ${this.attempts} times; its keys are dropped (counted as skipped), the next delta run catches their changes`)
+          await this.host.keys.remove(this.name, rows).catch(e => LOG.error(`pipeline '${this.name}': could not drop the failed keys: ${(e as Error).message}`))
+          this.host.stats.applied(this.name, 0, rows.length, [])
+          this.reset()
+          continue
+        }
+        // the keys stay and are tried again after a pause growing to FAILED_MAX (never a tight loop against the source)
+        await pause(this.failed)
+        this.failed = Math.min(FAILED_MAX, this.failed * 2)
+        continue
       }
+      this.reset()
       // a full batch: a backlog, go on at once; otherwise keys arriving meanwhile wait for a new window
       if (rows.length < this.settings.maxBatch) return
     }

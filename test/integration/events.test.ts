@@ -95,6 +95,28 @@ describe('declarative subscriptions', () => {
   })
 })
 
+describe('the normal write path', () => {
+  test("onError 'skip': a record the target's types refuse is set aside in PipelineRejects and counted skipped; the others are written", async () => {
+    await ctx.engine.addPipeline({
+      name: 'ev-skip', onError: 'skip', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksPayload' },
+      events: { service: SERVICE, topics: [{ topic: 'Skip.Snapshot', action: 'payload' }] },
+    } as never)
+    await bus.emit('Skip.Snapshot', [{ ID: 601, title: 'fine', stock: 1 }, { ID: 602, title: 'poison', stock: 'many' }])
+    await waitFor(async () => (await one('consumer.EvBooksPayload', { ID: 601 }))?.title === 'fine', 'the good record')
+    const rejects = await waitFor(async () => {
+      const rows = (await ql.SELECT.from('plugin.data_pipeline.PipelineRejects').where({ pipeline_name: 'ev-skip' })) as Data[]
+      return rows.length ? rows : undefined
+    }, 'the reject')
+    expect(rejects).toHaveLength(1)
+    expect(rejects[0]).toMatchObject({ phase: 'validate', status: 'open', recordKey: JSON.stringify({ ID: 602 }) })
+    expect(await one('consumer.EvBooksPayload', { ID: 602 })).toBeFalsy()
+    await (ctx.engine as unknown as { eventReplication: { idle(name: string): Promise<void> } }).eventReplication.idle('ev-skip')
+    const stats = (await ql.SELECT.from('plugin.data_pipeline.PipelineEventStats').where({ pipeline: 'ev-skip' })) as Data[]
+    expect(stats.reduce((sum, row) => sum + row.skipped, 0)).toBe(1)
+    expect(stats.reduce((sum, row) => sum + row.applied, 0)).toBe(1)
+  })
+})
+
 describe('CAP to CAP', () => {
   test("events: '<service>' follows the provider's <entity>.Created/Updated/Deleted topics (@federation.emit), keyed by the entity's keys", async () => {
     await ctx.provider.control.seed({ from: 501, count: 2 })
