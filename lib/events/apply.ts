@@ -40,7 +40,8 @@ export function sourceKeys(prepared: PreparedPipeline): string[] {
   return target ? keyNames(target).filter(k => origin === undefined || k !== ORIGIN_COLUMN).map(k => prepared.mapping?.find(m => m.target === k)?.source ?? k) : []
 }
 
-export async function applyBatch(prepared: PreparedPipeline, rows: PendingKey[], batchId: string, dispatch: EventDispatcher, tx?: QueryRunner): Promise<BatchOutcome> {
+/** Writes one micro-batch; `done` runs in the same transaction (the batch's keys leave the waiting table with the write). */
+export async function applyBatch(prepared: PreparedPipeline, rows: PendingKey[], batchId: string, dispatch: EventDispatcher, done: (tx: QueryRunner) => Promise<void>): Promise<BatchOutcome> {
   const { pipeline, source } = prepared
   const keys = sourceKeys(prepared)
   const upserts = rows.filter(r => r.action === 'upsert').map(r => JSON.parse(r.recordKey) as DataRecord)
@@ -59,7 +60,7 @@ export async function applyBatch(prepared: PreparedPipeline, rows: PendingKey[],
   const context: WriteContext = { runId: batchId, mode: 'delta', batchIndex: 0 }
   const statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
   let mapped: DataRecord[] = []
-  const write = async (runner?: QueryRunner) => {
+  const write = async (runner: QueryRunner) => {
     if (records.length) {
       if (pipeline.onError.mode === 'skip') {
         const rejects = new RunRejects({ ...prepared, runId: batchId, dispatch, stamp: list => stamp(list, pipeline.config.source.origin) })
@@ -78,10 +79,10 @@ export async function applyBatch(prepared: PreparedPipeline, rows: PendingKey[],
     }
     if (softGone.length) statistics.deleted += await softDeletes!.apply(softGone, context)
     if (gone.length) statistics.deleted += await deleteKeys(prepared, softDeletes, gone, context)
+    await done(runner)
   }
   try {
-    if (tx) await write(tx)
-    else await (await connect('db')).tx(runner => write(runner))
+    await (await connect('db')).tx(runner => write(runner))
   } catch (error) {
     // an error never quotes a hidden field's value (as in runs)
     throw redactError(error, hiddenValuesOf(fieldPolicy(prepared), records, mapped))

@@ -140,8 +140,7 @@ export class EventBatcher {
         span.end({ skipped: rows.length })
         return 'applied'
       }
-      const outcome = await applyBatch(prepared, rows, batchId, this.host.dispatch)
-      await keys.remove(this.name, rows)
+      const outcome = await applyBatch(prepared, rows, batchId, this.host.dispatch, tx => keys.remove(this.name, rows, tx))
       const now = Date.now()
       stats.applied(this.name, outcome.applied, outcome.skipped, rows.map(r => now - Date.parse(r.eventTime)))
       span.end({ applied: outcome.applied, skipped: outcome.skipped, created: outcome.statistics.created, updated: outcome.statistics.updated, deleted: outcome.statistics.deleted })
