@@ -77,6 +77,7 @@ export class EventReplication {
   stop(): void {
     // counts not yet written are dropped: the database may be closing with the app
     for (const batcher of this.batchers.values()) batcher.stop()
+    this.stats.stop()
   }
 }
 

@@ -25,6 +25,7 @@ export class EventStats {
   private readonly lags = new Map<string, Array<[number, number]>>()
   private timer?: NodeJS.Timeout
   private writing: Promise<void> = Promise.resolve()
+  private stopped = false
 
   received(pipeline: string, count: number, eventTime: string): void {
     const slot = this.slot(pipeline)
@@ -63,6 +64,13 @@ export class EventStats {
     return this.writing
   }
 
+  /** No more writes (the app shuts down; its database may be gone). */
+  stop(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.stopped = true
+  }
+
   private slot(pipeline: string): Pending {
     let slot = this.pending.get(pipeline)
     if (!slot) this.pending.set(pipeline, slot = { received: 0, applied: 0, skipped: 0 })
@@ -70,7 +78,7 @@ export class EventStats {
   }
 
   private schedule(): void {
-    if (this.timer) return
+    if (this.timer || this.stopped) return
     this.timer = setTimeout(() => void this.flush(), FLUSH_EVERY)
     this.timer.unref()
   }
