@@ -56,7 +56,13 @@ export class EventBatcher {
     if (this.timer) return
     this.timer = setTimeout(() => {
       this.timer = undefined
-      this.draining = this.drain().finally(() => {
+      this.draining = this.drain().catch(async error => {
+        // the database failed (waiting keys unreadable): try again after a pause, the keys are safe where they are
+        LOG.error(`pipeline '${this.name}': event keys could not be drained: ${(error as Error).message}`)
+        await pause(this.failed)
+        this.failed = Math.min(FAILED_MAX, this.failed * 2)
+        this.again = true
+      }).finally(() => {
         this.draining = undefined
         if (this.again) {
           this.again = false
