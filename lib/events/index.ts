@@ -64,8 +64,12 @@ export class EventReplication {
       this.stats.applied(name, 0, unnamed, [])
     }
     this.stats.received(name, keys.length + unnamed, eventTime)
-    await Promise.all(keys.map(k => this.keys.put(name, k.key, k.action, k.payload, eventTime)))
+    await this.keys.put(name, keys, eventTime)
+    // the keys are visible to a drain once the handler's transaction has committed: a drain after
+    // the window, and another once CAP reports the commit (a slow commit never strands a key)
     batcher.notify()
+    const context = cds.context as { on?(event: string, fn: () => void): void } | undefined
+    if (typeof context?.on === 'function') context.on('succeeded', () => batcher.notify())
   }
 
   /** Resolves once the pipeline's (or every pipeline's) waiting keys are applied and the statistics written. */
