@@ -13,7 +13,7 @@ import { EventBatcher } from './batcher.js'
 import { PendingKeys } from './store.js'
 import { EventStats } from './stats.js'
 import { sourceKeys } from './apply.js'
-import { eventTimeOf, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import { eventTimeOf, handlerHoldsOnlyConnection, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
 import type { ResolvedEvents, ResolvedTopic } from './config.js'
 
 export { eventsOf, resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
@@ -45,8 +45,10 @@ export class EventReplication {
       throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
     const batcher = new EventBatcher(pipeline.name, events, { ...this.host, keys: this.keys, stats: this.stats })
     this.batchers.set(pipeline.name, batcher)
+    let inHandlerTransaction = false
     try {
-      await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message))
+      const srv = await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message, inHandlerTransaction))
+      inHandlerTransaction = handlerHoldsOnlyConnection(srv)
     } catch (error) {
       this.batchers.delete(pipeline.name)
       throw error
@@ -54,7 +56,7 @@ export class EventReplication {
     batcher.notify() // keys stored before a crash or restart
   }
 
-  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage): Promise<void> {
+  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage, inHandlerTransaction: boolean): Promise<void> {
     const batcher = this.batchers.get(name)
     if (!batcher) return
     const { keys, unnamed } = keysOf(message, topic, paths)
@@ -64,7 +66,7 @@ export class EventReplication {
       this.stats.applied(name, 0, unnamed, [])
     }
     this.stats.received(name, keys.length + unnamed, eventTime)
-    await this.keys.put(name, keys, eventTime)
+    await this.keys.put(name, keys, eventTime, inHandlerTransaction)
     // the keys are visible to a drain once the handler's transaction has committed: a drain after
     // the window, and another once CAP reports the commit (a slow commit never strands a key)
     batcher.notify()

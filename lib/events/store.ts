@@ -1,7 +1,7 @@
 /**
  * The keys waiting for their micro-batch, in the tracker table `PipelineEventKeys` (one row per
  * pipeline and key; a newer message replaces the row, so the last state wins). A message counts
- * as received once its row is stored, in the handler's transaction: CAP's inbox (`inboxed`) keeps
+ * as received once its row is stored: the handler awaits that, so CAP's inbox (`inboxed`) keeps
  * the message until then, and a crash after it loses nothing (the next drain finds the row).
  */
 import { randomUUID } from 'node:crypto'
@@ -21,21 +21,54 @@ export interface PendingKey {
   version: string
 }
 
+interface Waiting {
+  rows: Map<string, PendingKey>
+  settled: Array<{ resolve: () => void; reject: (error: unknown) => void }>
+}
+
 export class PendingKeys {
+  /** Stores not yet written, per pipeline (written on the next turn of the event loop). */
+  private readonly waiting = new Map<string, Waiting>()
+
   /**
-   * Stores the keys of one message in the handler's transaction: CAP commits it with the
-   * handler, and with `inboxed` (on cds 9's legacy locking: in the very transaction that holds
-   * the inbox task) the task leaves the inbox together with the stored keys.
+   * Stores the keys of one message; resolves once they are in the database. Keys of messages
+   * arriving together are written as one UPSERT in a transaction of its own (a burst costs a
+   * few statements and connections, not one per message). `inHandlerTransaction`: written in the
+   * handler's own transaction instead, where CAP's inbox runs the handler inside the transaction
+   * holding the task and that transaction holds the only connection (cds 9's legacy locking on
+   * SQLite); the task then leaves the inbox together with the stored keys.
    */
-  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string): Promise<void> {
+  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false): Promise<void> {
     if (!keys.length) return
-    const rows = new Map<string, PendingKey>()
-    for (const { key, action, payload } of keys) {
-      const recordKey = JSON.stringify(key)
-      rows.set(recordKey, { pipeline, recordKey, action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime, version: randomUUID() })
+    const rows = keys.map(({ key, action, payload }): PendingKey => ({
+      pipeline, recordKey: JSON.stringify(key), action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime, version: randomUUID(),
+    }))
+    if (inHandlerTransaction) {
+      const db = await connect('db')
+      await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries([...new Map(rows.map(row => [row.recordKey, row])).values()]))
+      return
     }
-    const db = await connect('db')
-    await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries([...rows.values()]))
+    let waiting = this.waiting.get(pipeline)
+    if (!waiting) {
+      waiting = { rows: new Map(), settled: [] }
+      this.waiting.set(pipeline, waiting)
+      setImmediate(() => void this.write(pipeline))
+    }
+    for (const row of rows) waiting.rows.set(row.recordKey, row)
+    const slot = waiting
+    return new Promise((resolve, reject) => slot.settled.push({ resolve, reject }))
+  }
+
+  private async write(pipeline: string): Promise<void> {
+    const waiting = this.waiting.get(pipeline)!
+    this.waiting.delete(pipeline)
+    try {
+      const db = await connect('db')
+      await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries([...waiting.rows.values()])))
+      for (const each of waiting.settled) each.resolve()
+    } catch (error) {
+      for (const each of waiting.settled) each.reject(error)
+    }
   }
 
   /** The oldest waiting keys of a pipeline (at most `limit`). */

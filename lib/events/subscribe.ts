@@ -27,6 +27,19 @@ export interface MessagingService {
   startListening?(): Promise<void> | void
 }
 
+/**
+ * Whether the service's inbox runs handlers inside the transaction that holds the task while that
+ * transaction holds the database's only connection (`inboxed` with cds 9's `legacyLocking`, on
+ * SQLite): a handler must then write in its own transaction, any other would wait forever.
+ */
+export function handlerHoldsOnlyConnection(srv: MessagingService): boolean {
+  const options = (srv as { options?: { inboxed?: unknown; inbox?: unknown } }).options
+  if (!options?.inboxed && !options?.inbox) return false
+  const facade = cds as unknown as { queued?(srv: unknown): { queued?: { legacyLocking?: boolean } }; db?: { options?: { pool?: { max?: number } } }; env: { requires: { queue?: { legacyLocking?: boolean } } } }
+  const legacyLocking = facade.queued?.(srv)?.queued?.legacyLocking ?? facade.env.requires.queue?.legacyLocking
+  return Boolean(legacyLocking) && facade.db?.options?.pool?.max === 1
+}
+
 /** One key named by a message, with what to do with it. */
 export interface MessageKey {
   key: DataRecord

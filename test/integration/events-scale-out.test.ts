@@ -51,7 +51,10 @@ test(`two instances, ${COUNT} changes fanned out to both: each applied once, pro
   await provider.control.touch({ from: 1, count: COUNT, title: 'scaled' })
   const before = (await provider.control.stats()).requests
   await Promise.all(Array.from({ length: COUNT }, (_, i) => bus.emit('Book.Changed', { ID: i + 1 }, { time: new Date().toISOString() })))
-  await waitFor(async () => (await count("title eq 'scaled'")) === COUNT, `all ${COUNT} changes in the replica`, 30_000)
+  await waitFor(async () => (await count("title eq 'scaled'")) === COUNT, `all ${COUNT} changes in the replica`, 30_000).catch(async error => {
+    console.log(`replica: ${await count("title eq 'scaled'")} of ${COUNT}\n--- instance 1:\n${apps[0].output().slice(-4000)}\n--- instance 2:\n${apps[1].output().slice(-4000)}`)
+    throw error
+  })
   await waitFor(async () => (await pgQuery(database, 'SELECT count(*) AS n FROM plugin_data_pipeline_PipelineEventKeys'))[0].n === '0', 'no key left waiting')
   const requests = (await provider.control.stats()).requests - before
   console.log(`[events-scale-out] ${COUNT} messages × 2 instances → ${requests} provider requests`)
