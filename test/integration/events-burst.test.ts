@@ -50,5 +50,6 @@ test(`a burst of ${COUNT} changes: few provider requests, every row right, bound
   expect(Number(latest.lagP50)).toBeGreaterThanOrEqual(0)
   expect(Number(latest.lagP95)).toBeGreaterThanOrEqual(Number(latest.lagP50))
   expect(latest.lastEvent).toBeTruthy()
+  console.log(`[events-burst] lag (message time → replica write): p50 ${latest.lagP50} ms, p95 ${latest.lagP95} ms`)
   expect(await ql.SELECT.from('plugin.data_pipeline.PipelineRuns').where({ pipeline_name: 'ev-burst' })).toHaveLength(1)
 })
