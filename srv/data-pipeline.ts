@@ -175,6 +175,7 @@ export default class DataPipelineService extends cds.Service {
   /** Registers a pipeline (see README "Pipeline definition"); rejects incoherent configs naming the key. */
   async addPipeline(config: PipelineConfig): Promise<ResolvedPipeline> {
     const events = eventsOf(config) // checked first: its errors name the `events…` key
+    if (events) this.eventReplication.check(config, events)
     const pipeline = await this.registry.add(config)
     if (events) await this.eventReplication.subscribe(pipeline, events)
     return pipeline

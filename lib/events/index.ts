@@ -6,7 +6,8 @@
 import cds from '@sap/cds'
 import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
 import type { Tracker } from '../engine/tracker.js'
-import type { ResolvedPipeline } from '../pipeline/types.js'
+import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
+import { findEntity, keyNames } from '../model/csn.js'
 import { readsByKey } from './fetch.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import { EventBatcher } from './batcher.js'
@@ -32,6 +33,24 @@ export class EventReplication {
   private readonly batchers = new Map<string, EventBatcher>()
 
   constructor(private readonly host: EventsHost) {}
+
+  /**
+   * Checks `events` against the model before the pipeline is registered, so a refused config
+   * leaves nothing behind: the messaging service must be configured, key mappings must name the
+   * source entity's keys (sources without a model entity are checked when subscribing).
+   */
+  check(config: PipelineConfig, events: ResolvedEvents): void {
+    const requires = cds.env.requires as unknown as Record<string, unknown>
+    const services = (cds as unknown as { services: Record<string, unknown> }).services
+    if (!requires[events.service] && !services[events.service])
+      throw invalidConfig('events.service', `'${events.service}' is not configured: add cds.requires.${events.service} (kind: local-messaging, file-based-messaging, redis-messaging, enterprise-messaging, …)`)
+    const { service, entity } = config.source ?? {}
+    if (!entity || config.source.adapter) return
+    const definition = (service && !entity.startsWith(`${service}.`) ? findEntity(`${service}.${entity}`) : undefined) ?? findEntity(entity)
+    if (!definition) return
+    const keys = keyNames(definition)
+    topicsOf(events, definition.name).forEach((topic, i) => keyPaths(topic, events.topics ? i : undefined, keys))
+  }
 
   /** Subscribes a pipeline with `events` (once per pipeline) and drains keys a previous process left. */
   async subscribe(pipeline: ResolvedPipeline, events: ResolvedEvents): Promise<void> {

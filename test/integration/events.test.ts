@@ -92,6 +92,9 @@ describe('declarative subscriptions', () => {
       .rejects.toMatchObject({ code: 'INVALID_CONFIG', target: 'events.topics[0].key' })
     await expect(ctx.engine.addPipeline({ name: 'ev-bad-service', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooks' }, events: { service: 'no-such-messaging', topics: ['X'] } } as never))
       .rejects.toMatchObject({ code: 'INVALID_CONFIG', target: 'events.service' })
+    // refused before registration: nothing is left behind, the corrected config registers
+    expect(ctx.engine.registry.has('ev-works-bad')).toBe(false)
+    expect(ctx.engine.registry.has('ev-bad-service')).toBe(false)
   })
 })
 
