@@ -4,12 +4,20 @@
 // pruned to what the browser loads: the used libraries' sap_horizon CSS, fonts and English texts.
 // The result is cached by a hash of the sources and tool versions, so an unchanged console is not
 // rebuilt (`--force` rebuilds). Run through `npm run build:console` (Node 22 from the devDependency).
+//
+// Only what the console uses is built (a first build took ~2 min, half of it themes, half minifying):
+// UI5 tooling's buildThemes (every theme of every library) and minify (every module of every library)
+// are left out; themes.mjs compiles the one theme of the five libraries with the same processor, and
+// the one bundle the browser loads (and the app's own files) are minified afterwards with the terser
+// and options UI5 tooling minifies with. The type check of the console's TypeScript, the UI5 build and
+// the themes run side by side.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { buildThemes } from './themes.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..', '..')
@@ -35,7 +43,7 @@ function filesOf(dir, prefix = '') {
 
 function inputsHash() {
   const hash = createHash('sha256')
-  for (const file of ['ui5.yaml', 'package.json', 'build.mjs', ...filesOf(path.join(here, 'webapp')).map(f => `webapp/${f}`)].sort()) {
+  for (const file of ['ui5.yaml', 'package.json', 'tsconfig.json', 'build.mjs', 'themes.mjs', ...filesOf(path.join(here, 'webapp')).map(f => `webapp/${f}`)].sort()) {
     hash.update(file).update(fs.readFileSync(path.join(here, file)))
   }
   for (const pkg of ['@ui5/cli', 'ui5-tooling-transpile', ...['sap.ui.core', 'sap.m', 'sap.f', 'sap.ui.layout', 'sap.ui.unified', 'themelib_sap_horizon'].map(l => `@openui5/${l}`)]) {
@@ -73,8 +81,23 @@ function run(command, args, cwd) {
     child.stdout.on('data', chunk => { log += chunk })
     child.stderr.on('data', chunk => { log += chunk })
     child.on('error', reject)
-    child.on('exit', code => code === 0 ? resolve(log) : reject(new Error(`ui5 build failed (${code}):\n${log.slice(-6000)}`)))
+    child.on('exit', code => code === 0 ? resolve(log) : reject(new Error(`${path.basename(args[0])} failed (${code}):\n${log.slice(-6000)}`)))
   })
+}
+
+/** UI5 tooling's minifier settings (@ui5/builder processors/minifierWorker.js): names kept, licences and bundle markers kept. */
+const COMMENTS = /copyright|\(c\)(?:[0-9]+|\s+[0-9A-Za-z])|released under|license|\u00a9|^@ui5-bundle-raw-include |^@ui5-bundle /i
+async function minifier() {
+  // terser as the installed UI5 tooling resolves it (not a dependency of this repository)
+  const fromCli = createRequire(require.resolve('@ui5/cli/package.json'))
+  const fromBuilder = createRequire(fromCli.resolve('@ui5/builder/package.json'))
+  const { minify } = await import(pathToFileURL(fromBuilder.resolve('terser')).href)
+  return async (file) => {
+    const result = await minify(fs.readFileSync(file, 'utf8'), {
+      output: { comments: COMMENTS, wrap_func_args: false }, compress: false, mangle: { reserved: ['jQuery', 'jquery', 'sap'] },
+    })
+    fs.writeFileSync(file, result.code)
+  }
 }
 
 const started = Date.now()
@@ -86,12 +109,21 @@ if (!force && fs.existsSync(info) && JSON.parse(fs.readFileSync(info, 'utf8')).h
 }
 
 const ui5 = require.resolve('@ui5/cli/bin/ui5.cjs')
+const themes = path.join(staging, '..', 'themes')
+const LIBRARY_PACKAGES = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
 // --prune-only (development): reuse the last UI5 build output, only redo the selection
-if (!(process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')))) {
-  console.log('console: ui5 build self-contained (TypeScript → JavaScript, one bundle, sap_horizon) …')
-  await run(process.execPath, [ui5, 'build', 'self-contained', '--all', '--dest', staging, '--clean-dest',
-  // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle
-    '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload'], here)
+const pruneOnly = process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')) && fs.existsSync(themes)
+if (!pruneOnly) {
+  console.log('console: type check, ui5 build self-contained (TypeScript → JavaScript, one bundle) and the sap_horizon theme …')
+  fs.rmSync(themes, { recursive: true, force: true })
+  await Promise.all([
+    run(process.execPath, [path.join(path.dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', here], root),
+    run(process.execPath, [ui5, 'build', 'self-contained', '--all', '--dest', staging, '--clean-dest',
+      // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle; themes
+      // and minification: only what the console loads, below
+      '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload', 'buildThemes', 'minify'], here),
+    buildThemes({ root, libraries: LIBRARY_PACKAGES, theme: THEME, out: themes }),
+  ])
 }
 
 fs.rmSync(out, { recursive: true, force: true })
@@ -104,8 +136,24 @@ for (const file of filesOf(staging).filter(keep)) {
   bytes += fs.statSync(to).size
   kept.push(file)
 }
+// the compiled theme (themes.mjs)
+for (const file of filesOf(themes)) {
+  const to = path.join(out, file)
+  fs.mkdirSync(path.dirname(to), { recursive: true })
+  fs.copyFileSync(path.join(themes, file), to)
+  bytes += fs.statSync(to).size
+  kept.push(file)
+}
+// the bundle, the app's own modules and the few loaded by name, minified (the build left them as written)
+const minify = await minifier()
+for (const file of kept.filter(f => f.endsWith('.js'))) {
+  const to = path.join(out, file)
+  bytes -= fs.statSync(to).size
+  await minify(to)
+  bytes += fs.statSync(to).size
+}
 // texts and locale data are plain source files of the libraries (English only: index.html sets it)
-const sources = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
+const sources = LIBRARY_PACKAGES
 for (const lib of LIBRARIES) {
   const src = path.join(path.dirname(require.resolve(`@openui5/${sources[lib]}/package.json`)), 'src', lib)
   const wanted = ['messagebundle.properties', 'messagebundle_en.properties', ...(lib === 'sap/ui/core' ? ['cldr/en.json'] : [])]
