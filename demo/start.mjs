@@ -4,6 +4,8 @@
 //
 //   DEMO_PROVIDER_PORT (default 4005), DEMO_CONSUMER_PORT (default 4004): a busy port is
 //   replaced by a free one. DEMO_CHANGE_EVERY: ms between provider changes (default 20000).
+//   DEMO_RATES_OUTAGE: ms the provider's exchange rates answer 503 after their first request
+//   (default 10000): the consumer's first `exchange-rates` run fails, a scheduled one recovers.
 //
 // `npm run start:mtx` (`--mtx`, or DEMO_MTX=1): the consumer is multitenant — profile
 // `multitenancy` of demo/consumer/package.json, @sap/cds-mtxs in the same process, one SQLite file
@@ -14,6 +16,7 @@
 //
 // /pipeline and the console need one of the plugin's roles: the consumer's mocked users (no
 // password) alice (PipelineAdmin), olivia (PipelineOperator), victor (PipelineViewer), nora (none).
+// The demo's own /odata/v4/demo needs a signed-in user, its runPipeline an operator or admin.
 // Both servers listen on 127.0.0.1 only (demo/localhost.js; DEMO_HOST overrides).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
