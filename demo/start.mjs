@@ -173,7 +173,16 @@ async function printSingleTenant(consumer, salesUrl, provider) {
   const demo = `${consumer}/odata/v4/demo`
   const changeEvery = Number(process.env.DEMO_CHANGE_EVERY ?? 20000)
   // the plugin's console, once the consumer serves it (it is left out when dist/console is missing)
-  const served = async url => (await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`${ADMIN}:`).toString('base64')}` } }).catch(() => undefined))?.ok === true
+  // (asked again for a few seconds: on a busy machine the first connection can fail)
+  const served = async url => {
+    const until = Date.now() + 10_000
+    for (;;) {
+      const status = await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`${ADMIN}:`).toString('base64')}` } }).then(r => r.status, () => 0)
+      if (status === 200) return true
+      if (status === 404 || Date.now() > until) return false
+      await new Promise(resolve => setTimeout(resolve, 250))
+    }
+  }
   const consoleLine = await served(`${consumer}/pipeline-console/`)
     ? `${consumer}/pipeline-console/   (sign in as ${ADMIN}, no password)`
     : 'not built (dist/console is missing: npm run build)'
