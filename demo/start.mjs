@@ -4,6 +4,8 @@
 //
 //   DEMO_PROVIDER_PORT (default 4005), DEMO_CONSUMER_PORT (default 4004): a busy port is
 //   replaced by a free one. DEMO_CHANGE_EVERY: ms between provider changes (default 20000).
+//   DEMO_RATES_OUTAGE: ms the provider's exchange rates answer 503 after their first request
+//   (default 10000): the consumer's first `exchange-rates` run fails, a scheduled one recovers.
 //
 // `npm run start:mtx` (`--mtx`, or DEMO_MTX=1): the consumer is multitenant — profile
 // `multitenancy` of demo/consumer/package.json, @sap/cds-mtxs in the same process, one SQLite file
@@ -14,6 +16,7 @@
 //
 // /pipeline and the console need one of the plugin's roles: the consumer's mocked users (no
 // password) alice (PipelineAdmin), olivia (PipelineOperator), victor (PipelineViewer), nora (none).
+// The demo's own /odata/v4/demo needs a signed-in user, its runPipeline an operator or admin.
 // Both servers listen on 127.0.0.1 only (demo/localhost.js; DEMO_HOST overrides).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -169,34 +172,49 @@ try {
 async function printSingleTenant(consumer, salesUrl, provider) {
   const demo = `${consumer}/odata/v4/demo`
   const changeEvery = Number(process.env.DEMO_CHANGE_EVERY ?? 20000)
-  // the plugin's management API and console, once the consumer serves them
-  const served = async url => (await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`${ADMIN}:`).toString('base64')}` } }).catch(() => undefined))?.ok === true
-  const extras = [
-    await served(`${consumer}/pipeline/$metadata`) && `   management API (plugin)            ${consumer}/pipeline/Pipelines`,
-    await served(`${consumer}/pipeline-console/`) && `   pipeline console (plugin)          ${consumer}/pipeline-console/`,
-  ].filter(Boolean).map(line => line + '\n').join('')
+  // the plugin's console, once the consumer serves it (it is left out when dist/console is missing)
+  // (asked again for a few seconds: on a busy machine the first connection can fail)
+  const served = async url => {
+    const until = Date.now() + 10_000
+    for (;;) {
+      const status = await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`${ADMIN}:`).toString('base64')}` } }).then(r => r.status, () => 0)
+      if (status === 200) return true
+      if (status === 404 || Date.now() > until) return false
+      await new Promise(resolve => setTimeout(resolve, 250))
+    }
+  }
+  const consoleLine = await served(`${consumer}/pipeline-console/`)
+    ? `${consumer}/pipeline-console/   (sign in as ${ADMIN}, no password)`
+    : 'not built (dist/console is missing: npm run build)'
+  const json = "-H 'content-type: application/json'"
   console.log(`
 ────────────────────────────────────────────────────────────────────────────
  cap-data-pipeline demo is running
 
- Provider (source system, OData V4)   ${provider}
-   orders, latest first               ${salesUrl}/Orders?$top=5&$orderby=modifiedAt%20desc
-   ${changeEvery > 0 ? `a few orders change every ${Math.round(changeEvery / 1000)} s` : 'orders do not change (DEMO_CHANGE_EVERY=0)'}
+ Open the console  ${consoleLine}
 
- Consumer (SQLite + cap-data-pipeline) ${consumer}
-   replicated orders                  ${demo}/Orders?$top=5&$orderby=modifiedAt%20desc&$count=true
-   product catalog (full copy)        ${demo}/Products?$top=5&$count=true
-   revenue by country (query shape)   ${demo}/RevenueByCountry
-   pipelines (tracker)                ${demo}/Pipelines
-   runs (tracker)                     ${demo}/PipelineRuns?$orderby=startTime%20desc&$top=10
-${extras}   run a pipeline now                 curl -X POST ${demo}/runPipeline -H 'content-type: application/json' -d '{"pipeline":"orders"}'
-   as a user of the plugin's API      curl -u ${ADMIN}: ${consumer}/pipeline/permissions()
+ Things to try
+  1. exchange-rates failed on its first run: the provider's rate desk was in maintenance (HTTP 503).
+     Select it in the console and watch its next scheduled run (every 15 s) recover by itself.
+  2. Live vs replicated: OpenOrders is a delegate (read from the provider on every request), Orders
+     a replica (delta every 30 s), Customers a @federated replica (every minute):
+       curl -u victor: '${demo}/OpenOrders?$orderby=ID%20desc&$top=3'
+       curl -u victor: '${demo}/Orders?$filter=status%20eq%20%27open%27&$orderby=ID%20desc&$top=3'
+  3. Run a pipeline now as an operator (victor may only look: 403; without a user: 401):
+       curl -u olivia: -X POST ${demo}/runPipeline ${json} -d '{"pipeline":"orders"}'
+  4. Sign in to the console as victor, olivia or nora: what each may do follows the role. As ${ADMIN},
+     products shows a rejected record (currency 'EURO') and schema drift (a new column 'ean').
 
- Users of /pipeline and the console (mocked, no password; the browser asks for one):
+ Users (mocked, no password; the browser asks for one, curl -u <user>:)
 ${usersText()}
 
- Pipelines: orders (delta, every 30 s) · products (full, every 5 min) · revenue-by-country
- (query shape, rebuilt after each orders run that changed rows). Press Ctrl-C to stop.
+ Pipelines  orders (delta, 30 s) · products (full, 5 min) · revenue-by-country (after orders changed rows)
+            exchange-rates (full, 15 s) · demo.Customers (@federated, no code: delta, 1 min)
+ Data       ${demo}/ Orders · Products · RevenueByCountry · Customers · OpenOrders ·
+            ExchangeRates · Pipelines · PipelineRuns (any signed-in user)
+ API        curl -u ${ADMIN}: ${consumer}/pipeline/Pipelines   (the plugin's management API)
+ Provider   ${salesUrl} (${changeEvery > 0 ? `orders, customers and rates change every ${Math.round(changeEvery / 1000)} s` : 'no changes: DEMO_CHANGE_EVERY=0'})
+ Press Ctrl-C to stop.
 ────────────────────────────────────────────────────────────────────────────
 `)
 }

@@ -4,12 +4,21 @@
 // pruned to what the browser loads: the used libraries' sap_horizon CSS, fonts and English texts.
 // The result is cached by a hash of the sources and tool versions, so an unchanged console is not
 // rebuilt (`--force` rebuilds). Run through `npm run build:console` (Node 22 from the devDependency).
+//
+// Only what the console uses is built (a first build took ~2 min, half of it themes, half minifying):
+// UI5 tooling's buildThemes (every theme of every library) and minify (every module of every library)
+// are left out, and so is writing the libraries into the build output (`--all`); themes.mjs compiles the
+// one theme of the five libraries with the same processor, the few library files loaded besides the
+// bundle (fonts, images, modules loaded by name) are copied from the libraries' sources, and the bundle,
+// the app's own files and those modules are minified (oxc, in a second) with UI5 tooling's choices. The
+// type check of the console's TypeScript, the UI5 build and the theme run side by side.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { buildThemes } from './themes.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..', '..')
@@ -35,16 +44,16 @@ function filesOf(dir, prefix = '') {
 
 function inputsHash() {
   const hash = createHash('sha256')
-  for (const file of ['ui5.yaml', 'package.json', 'build.mjs', ...filesOf(path.join(here, 'webapp')).map(f => `webapp/${f}`)].sort()) {
+  for (const file of ['ui5.yaml', 'package.json', 'tsconfig.json', 'build.mjs', 'themes.mjs', ...filesOf(path.join(here, 'webapp')).map(f => `webapp/${f}`)].sort()) {
     hash.update(file).update(fs.readFileSync(path.join(here, file)))
   }
-  for (const pkg of ['@ui5/cli', 'ui5-tooling-transpile', ...['sap.ui.core', 'sap.m', 'sap.f', 'sap.ui.layout', 'sap.ui.unified', 'themelib_sap_horizon'].map(l => `@openui5/${l}`)]) {
+  for (const pkg of ['@ui5/cli', 'ui5-tooling-transpile', 'rolldown', ...['sap.ui.core', 'sap.m', 'sap.f', 'sap.ui.layout', 'sap.ui.unified', 'themelib_sap_horizon'].map(l => `@openui5/${l}`)]) {
     hash.update(`${pkg}@${require(`${pkg}/package.json`).version}`)
   }
   return hash.digest('hex').slice(0, 16)
 }
 
-/** Whether a file of the UI5 build output is needed at run time. */
+/** Whether a file of the UI5 build output or of a library's sources (`resources/…`) is needed at run time. */
 export function keep(file) {
   if (/(-dbg(\.[a-z]+)?\.js|\.map|\.ts|\.less)$/.test(file)) return false
   if (file.startsWith('test-resources/')) return false
@@ -73,8 +82,22 @@ function run(command, args, cwd) {
     child.stdout.on('data', chunk => { log += chunk })
     child.stderr.on('data', chunk => { log += chunk })
     child.on('error', reject)
-    child.on('exit', code => code === 0 ? resolve(log) : reject(new Error(`ui5 build failed (${code}):\n${log.slice(-6000)}`)))
+    child.on('exit', code => code === 0 ? resolve(log) : reject(new Error(`${path.basename(args[0])} failed (${code}):\n${log.slice(-6000)}`)))
   })
+}
+
+/**
+ * Minifies a browser script in place: names mangled, whitespace removed, nothing else rewritten
+ * (compress off, as UI5 tooling's terser settings), licence comments kept. oxc (through rolldown)
+ * minifies the 11 MB bundle in about a second; terser took 10–20 s.
+ */
+async function minifier() {
+  const { minify } = await import('rolldown/utils')
+  return async (file) => {
+    const result = await minify(path.basename(file), fs.readFileSync(file, 'utf8'), { compress: false, mangle: true, codegen: { removeWhitespace: true, legalComments: 'inline' } })
+    if (result.errors?.length) throw new Error(`console build: minifying ${file}: ${result.errors.map(e => e.message).join('; ')}`)
+    fs.writeFileSync(file, result.code)
+  }
 }
 
 const started = Date.now()
@@ -86,26 +109,77 @@ if (!force && fs.existsSync(info) && JSON.parse(fs.readFileSync(info, 'utf8')).h
 }
 
 const ui5 = require.resolve('@ui5/cli/bin/ui5.cjs')
+const themes = path.join(staging, '..', 'themes')
+const LIBRARY_PACKAGES = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
 // --prune-only (development): reuse the last UI5 build output, only redo the selection
-if (!(process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')))) {
-  console.log('console: ui5 build self-contained (TypeScript → JavaScript, one bundle, sap_horizon) …')
-  await run(process.execPath, [ui5, 'build', 'self-contained', '--all', '--dest', staging, '--clean-dest',
-  // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle
-    '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload'], here)
+/** When each part finished, seconds from the start (printed at the end). */
+const phases = []
+const pruneOnly = process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')) && fs.existsSync(themes)
+if (!pruneOnly) {
+  console.log('console: type check, ui5 build self-contained (TypeScript → JavaScript, one bundle) and the sap_horizon theme …')
+  fs.rmSync(themes, { recursive: true, force: true })
+  const timed = (name, promise) => promise.then(result => { phases.push(`${name} ${((Date.now() - started) / 1000).toFixed(1)} s`); return result })
+  await Promise.all([
+    timed('type check', run(process.execPath, [path.join(path.dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', here], root)),
+    // the app and its bundle only (--all would also write every library file: ~6,000 files, 100 MB)
+    timed('ui5 build', run(process.execPath, [ui5, 'build', 'self-contained', '--dest', staging, '--clean-dest',
+      // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle; themes
+      // and minification: only what the console loads, below
+      '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload', 'buildThemes', 'minify'], here)),
+    timed('theme', buildThemes({ root, libraries: LIBRARY_PACKAGES, theme: THEME, out: themes })),
+  ])
+}
+
+/**
+ * The library files the browser loads besides the bundle, from the libraries' sources: modules the
+ * framework loads by name, and the fonts and images of the theme (and of base, which it references).
+ * @returns {Array<[string, string]>} [path in the output, source file]
+ */
+function libraryFiles() {
+  const found = new Map()
+  for (const name of [...Object.values(LIBRARY_PACKAGES), `themelib_${THEME}`]) {
+    const src = path.join(path.dirname(require.resolve(`@openui5/${name}/package.json`)), 'src')
+    const dirs = [...DYNAMIC_MODULES.map(pattern => pattern.endsWith('/') ? pattern : path.posix.dirname(pattern)),
+      ...LIBRARIES.flatMap(lib => [THEME, 'base'].flatMap(theme => ['fonts', 'img'].map(kind => `${lib}/themes/${theme}/${kind}`)))]
+    for (const dir of dirs) {
+      for (const file of filesOf(path.join(src, dir), dir)) {
+        if (keep(`resources/${file}`)) found.set(`resources/${file}`, path.join(src, file))
+      }
+    }
+  }
+  return [...found]
 }
 
 fs.rmSync(out, { recursive: true, force: true })
 let bytes = 0
 const kept = []
-for (const file of filesOf(staging).filter(keep)) {
+const copies = [...filesOf(staging).filter(keep).map(file => [file, path.join(staging, file)]), ...libraryFiles()]
+for (const [file, from] of copies) {
   const to = path.join(out, file)
   fs.mkdirSync(path.dirname(to), { recursive: true })
-  fs.copyFileSync(path.join(staging, file), to)
+  fs.copyFileSync(from, to)
   bytes += fs.statSync(to).size
   kept.push(file)
 }
+// the compiled theme (themes.mjs)
+for (const file of filesOf(themes)) {
+  const to = path.join(out, file)
+  fs.mkdirSync(path.dirname(to), { recursive: true })
+  fs.copyFileSync(path.join(themes, file), to)
+  bytes += fs.statSync(to).size
+  kept.push(file)
+}
+// the bundle, the app's own modules and the few loaded by name, minified (the build left them as written)
+const minify = await minifier()
+for (const file of kept.filter(f => f.endsWith('.js'))) {
+  const to = path.join(out, file)
+  bytes -= fs.statSync(to).size
+  await minify(to)
+  bytes += fs.statSync(to).size
+}
+phases.push(`minified ${((Date.now() - started) / 1000).toFixed(1)} s`)
 // texts and locale data are plain source files of the libraries (English only: index.html sets it)
-const sources = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
+const sources = LIBRARY_PACKAGES
 for (const lib of LIBRARIES) {
   const src = path.join(path.dirname(require.resolve(`@openui5/${sources[lib]}/package.json`)), 'src', lib)
   const wanted = ['messagebundle.properties', 'messagebundle_en.properties', ...(lib === 'sap/ui/core' ? ['cldr/en.json'] : [])]
@@ -141,4 +215,4 @@ fs.writeFileSync(path.join(out, 'resources', 'sap-ui-version.json'), JSON.string
 kept.push('resources/sap-ui-version.json')
 const seconds = ((Date.now() - started) / 1000).toFixed(1)
 fs.writeFileSync(info, JSON.stringify({ hash, files: kept.length, bytes, seconds: Number(seconds) }, null, 2))
-console.log(`console: dist/console built in ${seconds} s: ${kept.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MiB`)
+console.log(`console: dist/console built in ${seconds} s (${phases.join(', ')}): ${kept.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MiB`)

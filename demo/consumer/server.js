@@ -1,5 +1,7 @@
-// Demo consumer: registers three pipelines once the app is served, runs them once, and logs
-// every finished run. Schedules keep `orders` (30 s) and `products` (5 min) up to date.
+// Demo consumer: registers four pipelines once the app is served, runs them once, and logs
+// every finished run. Schedules keep `orders` (30 s), `exchange-rates` (15 s) and `products`
+// (5 min) up to date. Two more entities need no code (db/schema.cds): `demo.Customers` is
+// `@federated` (a replica, pipeline of that name, every minute), `demo.OpenOrders` a delegate.
 const cds = require('@sap/cds')
 require('../localhost')
 
@@ -53,6 +55,20 @@ cds.on('served', async () => {
     mode: 'full',
   })
 
+  // 4. Exchange rates, full copy every 15 s. The provider's rate desk is in maintenance for 10 s after
+  //    its first request (HTTP 503): the first run fails after one retry, and the next scheduled run
+  //    recovers by itself — the console shows the red run, then green ones.
+  await engine.addPipeline({
+    name: 'exchange-rates',
+    description: 'Exchange rates to EUR, full refresh; the source is down at first and comes back',
+    source: { service: 'SalesService', entity: 'ExchangeRates' },
+    target: { entity: 'demo.ExchangeRates' },
+    mode: 'full',
+    retry: { maxRetries: 1, baseDelay: 500 },
+    schedule: { every: '15s' },
+    maxStaleness: '2m',
+  })
+
   // Log every finished run, and rebuild the revenue snapshot whenever orders changed.
   engine.after('PIPELINE.DONE', '*', (_, req) => {
     const { status, mode, trigger, statistics: s, error } = req.data
@@ -69,7 +85,7 @@ cds.on('served', async () => {
   })
 
   // Initial runs right away (the schedules tick only after their first interval).
-  for (const name of ['products', 'orders']) {
+  for (const name of ['products', 'orders', 'exchange-rates']) {
     engine.execute(name, { trigger: 'manual', async: true })
       .then(({ done }) => done)
       .catch(error => LOG.error(`initial ${name} run failed: ${error.message}`))

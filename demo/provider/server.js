@@ -1,13 +1,19 @@
 // Demo provider: seeds the catalog on start (in-memory SQLite, so every start is the same story)
 // and keeps changing a few orders so the consumer's delta pipeline has work. With CDS_ENV=api-v2
 // (`npm start`) it serves version 2 of its API (api-v2/products.cds: products with an EAN).
+// Its exchange rates are in maintenance for the first seconds after their first request (srv/rates.js).
 const cds = require('@sap/cds')
 require('../localhost')
-const { products, orders, legacyProduct, ean } = require('./srv/data')
+const { products, orders, legacyProduct, ean, customers, exchangeRates } = require('./srv/data')
 const startActivity = require('./srv/activity')
+const rateDesk = require('./srv/rates')
+
+cds.on('serving', srv => {
+  if (srv.name === 'SalesService') rateDesk(srv, Number(process.env.DEMO_RATES_OUTAGE ?? 10_000))
+})
 
 cds.on('served', async () => {
-  const { Orders, Products } = cds.entities('sales')
+  const { Orders, Products, Customers, ExchangeRates } = cds.entities('sales')
   const { count } = await SELECT.one.from(Orders).columns('count(*) as count')
   if (!count) {
     const catalog = products()
@@ -19,7 +25,10 @@ cds.on('served', async () => {
     await INSERT.into(Products).entries(legacyProduct(catalog.length + 1))
     // profile api-v2 (api-v2/products.cds): products have an EAN, unknown to the consumer's imported API
     if (Products.elements.ean) for (const { ID } of catalog) await UPDATE(Products, ID).set({ ean: ean(ID) })
-    cds.log('activity').info(`seeded ${catalog.length + 1} products and ${rows.length} orders${Products.elements.ean ? ' (API version 2: products with EAN)' : ''}`)
+    const people = customers()
+    await INSERT.into(Customers).entries(people)
+    await INSERT.into(ExchangeRates).entries(exchangeRates())
+    cds.log('activity').info(`seeded ${catalog.length + 1} products, ${rows.length} orders, ${people.length} customers${Products.elements.ean ? ' (API version 2: products with EAN)' : ''}`)
   }
   const every = Number(process.env.DEMO_CHANGE_EVERY ?? 20_000)
   if (every > 0) startActivity(every)

@@ -9,11 +9,11 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
-import { startApp, ROOT, type RunningApp } from '../helpers/apps'
+import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
+import { basic, startDemo, waitUntil, type Demo } from '../helpers/demo'
 
 const RESULTS = path.join(ROOT, 'test-results')
-const PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '', CDS_ENV: 'api-v2' }
 const ADMIN = 'alice'
 const NEEDS_OPERATOR = 'Needs the PipelineOperator role'
 const NEEDS_ADMIN = 'Needs the PipelineAdmin role'
@@ -22,8 +22,7 @@ const NEEDS_ADMIN = 'Needs the PipelineAdmin role'
 const OPERATOR_ONLY = /\/(start|execute|flush|setEnabled|replayRejects)\b|DataPipelineManagementService\.(start|setEnabled|replayRejects)\b/
 const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
 
-let provider: RunningApp
-let consumer: RunningApp
+let demo: Demo | undefined
 let browser: Browser
 let base: string
 
@@ -36,21 +35,10 @@ interface Session {
 }
 const sessions: Session[] = []
 
-const basic = (user: string, password = '') => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const api = async (url: string, init?: RequestInit) => {
   const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: basic(ADMIN), ...init?.headers } })
   const text = await response.text()
   return { status: response.status, data: text ? JSON.parse(text) : null }
-}
-
-async function waitUntil<T>(probe: () => Promise<T | undefined | false | null>, what: string, timeout = 30_000): Promise<T> {
-  const until = Date.now() + timeout
-  for (;;) {
-    const value = await probe()
-    if (value) return value
-    if (Date.now() > until) throw new Error(`timed out after ${timeout} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 200))
-  }
 }
 
 const byId = (id: string) => `[data-sap-ui$="--${id}"]`
@@ -148,24 +136,15 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser()
-  provider = await startApp(path.join(ROOT, 'demo/provider'), { env: PROVIDER_ENV, timeout: 60_000 })
-  consumer = await startApp(path.join(ROOT, 'demo/consumer'), {
-    timeout: 60_000,
-    env: { NODE_ENV: '', CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: `${provider.url}/odata/v4/sales` } } } }) },
-  })
-  base = consumer.url
-  await waitUntil(async () => {
-    const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync,statistics_skipped')
-    return data?.value?.length === 3 && data.value.every((p: { status: string; name: string; statistics_skipped: number }) => p.status !== 'running')
-      && data.value.find((p: { name: string }) => p.name === 'products')?.statistics_skipped > 0
-  }, 'the initial demo runs', 60_000)
+  // products has set its rejected record aside
+  demo = await startDemo({ ready: pipelines => (pipelines.find(p => p.name === 'products')?.statistics_skipped ?? 0) > 0 })
+  base = demo.consumer.url
 }, 180_000)
 
 afterAll(async () => {
   for (const session of sessions) await session.context.close().catch(() => undefined)
   await browser?.close()
-  await consumer?.stop()
-  await provider?.stop()
+  await demo?.stop()
 })
 
 describe('the console shows what the role allows (headless Chromium, demo app)', () => {

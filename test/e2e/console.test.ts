@@ -12,17 +12,15 @@ import http from 'node:http'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
-import { startApp, ROOT, type RunningApp } from '../helpers/apps'
+import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
+import { DEMO_PIPELINES, startDemo, waitUntil, type Demo } from '../helpers/demo'
 
 const RESULTS = path.join(ROOT, 'test-results')
 /** Each provider Orders request waits this long, so a paged delta run of `orders` takes ~10 s. */
 const ORDERS_DELAY = 2500
-/** api-v2: the provider serves Products.ean, unknown to the consumer's import (schema drift, as in `npm start`). */
-const PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '', CDS_ENV: 'api-v2' }
 
-let provider: RunningApp
-let consumer: RunningApp
+let demo: Demo | undefined
 let proxy: http.Server
 let browser: Browser
 let context: BrowserContext
@@ -69,16 +67,6 @@ const api = async (url: string, init?: RequestInit) => {
 const pipeline = async (name: string) => (await api(`/pipeline/Pipelines('${name}')`)).data
 const bound = (name: string, op: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService.${op}`
 
-async function waitUntil<T>(probe: () => Promise<T | undefined | false | null>, what: string, timeout = 30_000): Promise<T> {
-  const until = Date.now() + timeout
-  for (;;) {
-    const value = await probe()
-    if (value) return value
-    if (Date.now() > until) throw new Error(`timed out after ${timeout} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 200))
-  }
-}
-
 /** A control's root element by its view-local id (UI5 prefixes component and view ids). */
 const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const row = (name: string) => page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: new RegExp(`^${name}$`) }) })
@@ -116,18 +104,9 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser() // first: a browser that does not start fails the file at once
-  provider = await startApp(path.join(ROOT, 'demo/provider'), { env: PROVIDER_ENV, timeout: 60_000 })
-  const proxied = await startProxy(provider.url)
-  consumer = await startApp(path.join(ROOT, 'demo/consumer'), {
-    timeout: 60_000,
-    env: { NODE_ENV: '', CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: `${proxied}/odata/v4/sales` } } } }) },
-  })
-  base = consumer.url
   // the demo's initial runs (orders goes through the slow proxy) finish first
-  await waitUntil(async () => {
-    const { data } = await api('/pipeline/Pipelines?$select=name,status,lastSync')
-    return data.value.length === 3 && data.value.every((p: { status: string; lastSync: string | null; name: string }) => p.status !== 'running' && (p.lastSync || p.name === 'revenue-by-country'))
-  }, 'the initial demo runs', 60_000)
+  demo = await startDemo({ salesUrl: startProxy })
+  base = demo.consumer.url
   context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, httpCredentials: { ...ADMIN, send: 'always' } })
   page = await context.newPage()
   page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))
@@ -146,8 +125,7 @@ afterAll(async () => {
   }
   await browser?.close()
   await new Promise(resolve => proxy ? proxy.close(resolve) : resolve(undefined))
-  await consumer?.stop()
-  await provider?.stop()
+  await demo?.stop()
 })
 
 describe('pipeline console in headless Chromium (demo app)', () => {
@@ -165,14 +143,14 @@ describe('pipeline console in headless Chromium (demo app)', () => {
   })
 
   test('the list shows the demo pipelines with status, last sync and errors', async () => {
-    for (const name of ['orders', 'products', 'revenue-by-country']) await expect(row(name).count()).resolves.toBe(1)
+    for (const name of DEMO_PIPELINES) await expect(row(name).count()).resolves.toBe(1)
     await expect(row('orders').locator('.sapMObjStatusText').first().textContent()).resolves.toBe('idle')
     await expect(page.locator(byId('pollInfo')).textContent()).resolves.toContain('every 30 s')
     // search filters the list
     await page.locator(`${byId('search')} input`).fill('prod')
     await waitUntil(async () => (await page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`).count()) === 1, 'the search result')
     await page.locator(`${byId('search')} input`).fill('')
-    await waitUntil(async () => (await page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`).count()) === 3, 'the full list')
+    await waitUntil(async () => (await page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`).count()) === DEMO_PIPELINES.length, 'the full list')
   })
 
   test('the landscape graph renders nodes and lines grouped by service, customized ones in orange', async () => {

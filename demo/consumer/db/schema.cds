@@ -27,3 +27,27 @@ entity RevenueByCountry {
       revenue   : Decimal(15, 2);
       currency  : String(3);
 }
+
+/**
+ * CAP's `@federated`: a consumption view the plugin keeps as a local replica — no code. Pipeline
+ * `demo.Customers`, delta by `modifiedAt`, every minute (cds.requires['data-pipeline'].federation).
+ */
+@federated
+entity Customers as projection on sales.Customers {
+  key ID, name, country, segment, creditLimit, modifiedAt
+};
+
+/**
+ * A delegate: no local table, every read goes to the provider at request time (live, never behind).
+ * Only open orders, renamed as in demo.Orders; read-only (a write answers 405).
+ */
+@federation.delegate: { readonly: true }
+entity OpenOrders as projection on sales.Orders {
+  key ID, customer, country, productName as product, quantity, netAmount as amount, currency, orderedAt, modifiedAt
+} where status = 'open';
+
+/** Exchange rates, copied in full by the `exchange-rates` pipeline (its source fails at first, see demo/README.md). */
+@cds.persistence.table
+entity ExchangeRates as projection on sales.ExchangeRates {
+  key currency, rate, modifiedAt
+};

@@ -25,3 +25,24 @@ entity Orders {
       internalNote : String(200); // not replicated: the consumer's view leaves it out
       modifiedAt   : Timestamp;
 }
+
+/** Customers: seeded with one per company and country; now and then one changes segment or credit limit. */
+entity Customers {
+  key ID          : Integer;
+      name        : String(100);
+      country     : String(2);
+      segment     : String(12) enum { small; medium; large; };
+      creditLimit : Decimal(11, 2);
+      modifiedAt  : Timestamp;
+}
+
+/**
+ * Exchange rates to EUR. The rate desk goes into maintenance for a few seconds on its first request
+ * (srv/rates.js): HTTP 503 until it is back, so the consumer's first `exchange-rates` run fails and a
+ * later one recovers by itself.
+ */
+entity ExchangeRates {
+  key currency   : String(3);
+      rate       : Decimal(12, 6);
+      modifiedAt : Timestamp;
+}

@@ -1,8 +1,9 @@
 // Business goes on in the source system: every few seconds some orders move on (open → shipped →
-// delivered, or get cancelled), one new order arrives and now and then a price changes. Each change
-// stamps `modifiedAt`, so the consumer's delta runs always find something to do.
+// delivered, or get cancelled), one new order arrives, one customer changes segment or credit limit,
+// the exchange rates move and now and then a price changes. Each change stamps `modifiedAt`, so the
+// consumer's delta runs always find something to do.
 const cds = require('@sap/cds')
-const { order, random } = require('./data')
+const { order, random, SEGMENTS } = require('./data')
 
 const LOG = cds.log('activity')
 const NEXT = { open: 'shipped', shipped: 'delivered' }
@@ -10,7 +11,7 @@ const NEXT = { open: 'shipped', shipped: 'delivered' }
 module.exports = function startActivity(every) {
   const rnd = random(Date.now())
   const tick = async () => {
-    const { Orders, Products } = cds.entities('sales')
+    const { Orders, Products, Customers, ExchangeRates } = cds.entities('sales')
     const now = new Date().toISOString()
     const changed = []
     await cds.tx(async () => {
@@ -28,6 +29,16 @@ module.exports = function startActivity(every) {
       added.status = 'open'
       await INSERT.into(Orders).entries(added)
       changed.push(`new #${added.ID} (${added.customer}, ${added.quantity}× ${added.productName})`)
+      const customer = await SELECT.one.from(Customers).where({ ID: 1 + Math.floor(rnd() * 200) })
+      if (customer) {
+        const segment = rnd() < 0.3 ? SEGMENTS[Math.floor(rnd() * SEGMENTS.length)] : customer.segment
+        const creditLimit = Math.max(5000, Math.round(customer.creditLimit * (0.8 + rnd() * 0.4) / 1000) * 1000)
+        await UPDATE(Customers, customer.ID).set({ segment, creditLimit, modifiedAt: now })
+        changed.push(`customer ${customer.name} ${customer.segment}/${customer.creditLimit}→${segment}/${creditLimit}`)
+      }
+      for (const { currency, rate } of await SELECT.from(ExchangeRates).where({ currency: { '!=': 'EUR' } })) {
+        await UPDATE(ExchangeRates, currency).set({ rate: Math.round(rate * (0.997 + rnd() * 0.006) * 1e6) / 1e6, modifiedAt: now })
+      }
       if (rnd() < 0.3) {
         const product = catalog[Math.floor(rnd() * catalog.length)]
         const price = Math.round(product.price * (0.9 + rnd() * 0.2) * 100) / 100

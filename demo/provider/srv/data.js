@@ -78,4 +78,27 @@ function orders(catalog, count = 2000) {
   return Array.from({ length: count }, (_, i) => order(i + 1, rnd, catalog, start + Math.floor((i / count) * 59 * DAY)))
 }
 
-module.exports = { products, orders, order, random, legacyProduct, ean }
+const SEGMENTS = ['small', 'medium', 'large']
+
+/** One customer per company and country (the names orders carry). */
+function customers() {
+  const rnd = random(11)
+  const start = Date.now() - 60 * DAY
+  return COUNTRIES.flatMap((country, c) => COMPANIES.map((company, i) => ({
+    ID: c * COMPANIES.length + i + 1,
+    name: `${company} ${SUFFIX[country]}`,
+    country,
+    segment: SEGMENTS[Math.floor(rnd() * SEGMENTS.length)],
+    creditLimit: Math.round(10 + rnd() * 490) * 1000,
+    modifiedAt: new Date(start + Math.floor(rnd() * 30 * DAY)).toISOString(),
+  })))
+}
+
+/** Rates to EUR of the currencies the shop sees. */
+function exchangeRates() {
+  const rates = { EUR: 1, USD: 1.08, GBP: 0.85, JPY: 162.4, INR: 90.1, BRL: 5.36, CHF: 0.95, SEK: 11.4 }
+  const at = new Date(Date.now() - DAY).toISOString()
+  return Object.entries(rates).map(([currency, rate]) => ({ currency, rate, modifiedAt: at }))
+}
+
+module.exports = { products, orders, order, random, legacyProduct, ean, customers, exchangeRates, SEGMENTS }
