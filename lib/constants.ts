@@ -84,6 +84,10 @@ export const DEFAULTS = {
   retryBaseDelay: 500,
   retryMaxDelay: 30_000,
   leaseDuration: 60_000,
+  /** Key ranges a full copy reads at once (README "Performance"); 1 = one page after the other. */
+  parallel: 4,
+  /** Partitioned page requests in flight per process, over all runs and tenants (`cds.requires['data-pipeline'].maxParallelReads`). */
+  maxParallelReads: 16,
   lastErrorLength: 1000,
 } as const
 

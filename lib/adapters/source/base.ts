@@ -5,6 +5,12 @@ import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from
 import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan } from '../watermark.js'
 import { PipelineError } from '../../pipeline/errors.js'
+import { sequentialReason } from './partitions.js'
+import type { ReadSegment } from '../watermark.js'
+import cds from '@sap/cds'
+import { LOGGER } from '../../constants.js'
+
+const LOG = cds.log(LOGGER.engine)
 
 /**
  * Base of every source adapter. Subclasses yield the source's records in batches,
@@ -48,6 +54,26 @@ export abstract class BaseSourceAdapter {
    */
   get readsAhead(): boolean {
     return false
+  }
+
+  /**
+   * Whether full reads may be split into `parallel` key ranges read at once (README
+   * "Performance"): the built-in OData, HCQL and CQN entity sources. Others (REST, custom
+   * adapters) read page after page, and a run with `parallel` > 1 says so in the log.
+   */
+  get readsPartitioned(): boolean {
+    return false
+  }
+
+  /**
+   * Whether this read is split into key ranges (`partitionedPages`): a full run, `parallel` > 1,
+   * one key column; logs why not where the pipeline asked for more than one range.
+   */
+  protected partitions(tracker: TrackerState, keys: string[], segments: ReadSegment[]): boolean {
+    if (tracker.mode !== 'full' || this.pipeline.parallel <= 1) return false
+    const reason = sequentialReason(keys, segments)
+    if (reason) LOG.info(`pipeline '${this.pipeline.name}': parallel ${this.pipeline.parallel} not used, the full read goes page after page: ${reason}`)
+    return !reason
   }
 
   /**
