@@ -78,8 +78,8 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const [key] = segment.order
   const last = first.records[first.records.length - 1]
   // boundary samples go out before the first page is handed on: written while they travel
-  const samples = Promise.all(Array.from({ length: ranges - 1 }, (_, i) =>
-    send({ filter: segment.filter, order: segment.order, top: 1, skip: Math.floor((i + 1) * count! / ranges), count: false })))
+  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(skip =>
+    send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })))
   samples.catch(() => undefined) // surfaced below; the first page may be written meanwhile
   yield first.records
   const boundaries = distinct((await samples).map(page => page.records[0]?.[key]))
@@ -91,6 +91,16 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   } finally {
     stopped = true
   }
+}
+
+/**
+ * Where the ranges start: near k·n/p, on a multiple of the page size, so the ranges are made
+ * of whole pages and a partitioned read writes as many batches as a sequential one.
+ */
+export function boundaryPositions(count: number, ranges: number, top: number): number[] {
+  const positions = new Set<number>()
+  for (let k = 1; k < ranges; k++) positions.add(top * Math.max(1, Math.round(k * count / ranges / top)))
+  return [...positions].filter(position => position < count)
 }
 
 /** A first page whose count is already in the progress (partitioned or not, counted once). */
