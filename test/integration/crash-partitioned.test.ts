@@ -33,7 +33,7 @@ function client(app: RunningApp) {
       return { status: response.status, body: (await response.json()) as { runId?: string } }
     },
     tracker: () => get<{ status: string; currentRun: string | null }>('tracker'),
-    counts: () => get<{ rows: number; distinctIDs: number; rewritten: number }>('counts'),
+    counts: async () => ({ ...(await get<{ rows: number; distinctIDs: number }>('counts')), rewritten: (await get<{ value: number }>('rewritten')).value }),
     runs: () => get<Array<{ ID: string; status: string; created: number; updated: number; deleted: number; error: string | null }>>('runs'),
   }
 }
