@@ -19,6 +19,8 @@
  *   BENCH_LATENCIES=0,20,50,100  ms added per request
  *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
  *   BENCH_ROUNDS=2               rounds (medians)
+ *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
+ *                                machine's other load is below that many cores
  */
 import { createRequire } from 'node:module'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -81,6 +83,25 @@ function latencyProxy(target) {
   })))
 }
 
+/** CPU time (ms) the whole machine has been busy so far (/proc/stat). */
+function busyMs() {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  return ((ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) * 1000) / 100
+}
+
+/** Waits (at most BENCH_QUIET_WAIT s, default 20) until other work on the machine uses less than BENCH_QUIET_CORES (0.5) cores. */
+async function quiet() {
+  const until = now() + Number(process.env.BENCH_QUIET_WAIT ?? 20) * 1000
+  const cores = Number(process.env.BENCH_QUIET_CORES ?? 0.5)
+  for (;;) {
+    const b0 = busyMs()
+    const t0 = now()
+    await new Promise(resolve => setTimeout(resolve, 500))
+    const load = (busyMs() - b0) / (now() - t0)
+    if (load < cores || now() > until) return load
+  }
+}
+
 /** A plain sequential keyset read of all pages with fetch (what a sequential copy waits for at least). */
 async function rawRead(base, n) {
   const t0 = now()
@@ -118,6 +139,7 @@ async function main() {
       const proxy = await latencyProxy(provider.url)
       try {
         await control(provider.url, 'seedBench', { from: 1, count: n, modifiedAt: '2026-01-01T00:00:00.000Z' })
+        await rawRead(proxy.url, n) // warm-up: the provider's first read compiles and caches what later reads reuse
         for (const latency of latencies) {
           proxy.state.ms = latency
           const cells = { raw: [], serve: [] }
@@ -133,6 +155,7 @@ async function main() {
             for (const parallel of parallels) {
               const file = path.join(tmp, `consumer-${n}-${latency}-${parallel}-${r}.db`)
               await copyFile(template, file)
+              await quiet()
               proxy.reset()
               const measured = await runWorker(SELF, { n, parallel, providerUrl: proxy.url }, { env: sqliteEnv(file) })
               ;(cells[parallel] ??= []).push({ ...measured, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight, pageBytes: proxy.state.bytes / Math.max(1, proxy.state.requests) })
