@@ -55,7 +55,9 @@ export function sequentialReason(keys: string[], segments: ReadSegment[]): strin
 
 export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<DataRecord[]> {
   const { segment, top, name } = read
-  const slots = new RequestSlots(() => read.parallel)
+  /** Requests of the run at once: `parallel`, fewer where the round trip is short against the page (see `depth`). */
+  let atOnce = read.parallel
+  const slots = new RequestSlots(() => atOnce)
   let stopped = false
   const send = (request: PageRequest) => withRetry(() => {
     if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
@@ -66,7 +68,9 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
     LOG.warn(`pipeline '${name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)
   })
 
+  const sent = performance.now()
   const first = await send({ filter: segment.filter, order: segment.order, top, count: true })
+  const firstMs = performance.now() - sent
   const count = first.count
   const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
   if (ranges < 2 || !first.records.length) {
@@ -78,12 +82,18 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const [key] = segment.order
   const last = first.records[first.records.length - 1]
   // boundary samples go out before the first page is handed on: written while they travel
-  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(skip =>
-    send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })))
+  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(async skip => {
+    const start = performance.now()
+    const page = await send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })
+    return { page, ms: performance.now() - start }
+  }))
   samples.catch(() => undefined) // surfaced below; the first page may be written meanwhile
   yield first.records
-  const boundaries = distinct((await samples).map(page => page.records[0]?.[key]))
-  LOG.info(`pipeline '${name}': full read of ${count} rows in ${boundaries.length + 1} key ranges`)
+  const sampled = await samples
+  const boundaries = distinct(sampled.map(({ page }) => page.records[0]?.[key]))
+  const roundTrip = Math.min(...sampled.map(sample => sample.ms))
+  atOnce = depth(roundTrip, firstMs, read.parallel)
+  LOG.info(`pipeline '${name}': full read of ${count} rows in ${boundaries.length + 1} key ranges, ${atOnce} at once (round trip ≈ ${Math.round(roundTrip)} ms, first page ${Math.round(firstMs)} ms)`)
   const rest = after(segment.order, last)
   const parts = rangesOf(key, boundaries).map(range => segmentPages({ order: segment.order, filter: and(segment.filter, rest, range) }, top, send))
   try {
@@ -101,6 +111,18 @@ export function boundaryPositions(count: number, ranges: number, top: number): n
   const positions = new Set<number>()
   for (let k = 1; k < ranges; k++) positions.add(top * Math.max(1, Math.round(k * count / ranges / top)))
   return [...positions].filter(position => position < count)
+}
+
+/**
+ * How many requests keep the connection busy: a one-row request's time is (almost) the round
+ * trip, a page takes that plus the provider's time to produce and send it. With the round trip
+ * short against that time (loopback, a provider next door) more requests at once only compete for
+ * the provider's and the consumer's CPU, so the ranges are read one request after the other; with
+ * a long one, as many as fit into a round trip, at most `parallel`.
+ */
+export function depth(roundTripMs: number, pageMs: number, parallel: number): number {
+  const serve = Math.max(1, pageMs - roundTripMs)
+  return Math.min(parallel, Math.max(1, Math.round((roundTripMs + serve) / serve)))
 }
 
 /** A first page whose count is already in the progress (partitioned or not, counted once). */
