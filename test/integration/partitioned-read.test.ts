@@ -27,7 +27,8 @@ describe('partitioned full reads', () => {
   test('parallel 4: key ranges read at once, every row once, at most 4 requests in flight; counts and progress add up', async () => {
     await ctx.provider.control.seed({ from: 1, count: 200, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-four', mode: 'full', parallel: 4, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallel' } })
-    await ctx.provider.control.faults({ delay: 40 })
+    // a long round trip against the page: all four ranges at once (partitions.ts `depth`)
+    await ctx.provider.control.faults({ delay: 200 })
     const before = await ctx.requestCount()
     const outcome = await ctx.run('parallel-four')
     const stats = await ctx.provider.control.stats()
@@ -107,7 +108,7 @@ describe('partitioned full reads', () => {
     try {
       await ctx.provider.control.seed({ from: 1, count: 200, modifiedAt: T0 })
       await ctx.engine.addPipeline({ name: 'parallel-cap', mode: 'full', parallel: 8, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelCap' } })
-      await ctx.provider.control.faults({ delay: 30 })
+      await ctx.provider.control.faults({ delay: 200 })
       expect(await ctx.run('parallel-cap')).toMatchObject({ status: 'completed', statistics: { created: 200 } })
       expect((await ctx.provider.control.stats()).maxInFlight).toBe(2)
       await expectCopy('consumer.BooksParallelCap', 200)
@@ -127,7 +128,7 @@ describe('partitioned full reads', () => {
   test('OData V2: the same ranges with $inlinecount and typed literals', async () => {
     await ctx.provider.control.seed({ from: 1, count: 90, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-v2', mode: 'full', parallel: 3, source: { service: 'ProviderV2', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelV2' } })
-    await ctx.provider.control.faults({ delay: 30 })
+    await ctx.provider.control.faults({ delay: 200 })
     expect(await ctx.run('parallel-v2')).toMatchObject({ status: 'completed', statistics: { created: 90 } })
     expect((await ctx.provider.control.stats()).maxInFlight).toBe(3)
     await expectCopy('consumer.BooksParallelV2', 90)

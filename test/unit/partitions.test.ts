@@ -3,7 +3,7 @@
  * complete whatever order the sampled boundaries come back in, boundaries sit on page multiples,
  * and the merge of the ranges hands on every page once and holds at most one waiting page per range.
  */
-import { boundaryPositions, merged, rangesOf } from '../../lib/adapters/source/partitions'
+import { boundaryPositions, depth, merged, rangesOf } from '../../lib/adapters/source/partitions'
 import { matches } from '../../lib/adapters/predicate'
 
 describe('rangesOf', () => {
@@ -28,6 +28,17 @@ describe('boundaryPositions', () => {
     expect(boundaryPositions(25, 2, 10)).toEqual([10])
     expect(boundaryPositions(100_000, 8, 1000)).toEqual([13_000, 25_000, 38_000, 50_000, 63_000, 75_000, 88_000])
     expect(boundaryPositions(30, 3, 10)).toEqual([10, 20])
+  })
+})
+
+describe('depth', () => {
+  test('one request at a time when the round trip is short against a page; as many as fit into a round trip, at most parallel', () => {
+    expect(depth(0.5, 12, 4)).toBe(1) // loopback
+    expect(depth(2, 12, 8)).toBe(1)
+    expect(depth(20, 30, 8)).toBe(3)
+    expect(depth(50, 60, 8)).toBe(6)
+    expect(depth(100, 110, 4)).toBe(4)
+    expect(depth(50, 50, 4)).toBe(4) // the page faster than measurable: at most parallel
   })
 })
 

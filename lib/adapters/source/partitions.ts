@@ -82,17 +82,19 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const [key] = segment.order
   const last = first.records[first.records.length - 1]
   // boundary samples go out before the first page is handed on: written while they travel
-  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(async skip => {
-    const start = performance.now()
-    const page = await send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })
-    return { page, ms: performance.now() - start }
-  }))
-  samples.catch(() => undefined) // surfaced below; the first page may be written meanwhile
-  yield first.records
-  const sampled = await samples
-  const boundaries = distinct(sampled.map(({ page }) => page.records[0]?.[key]))
-  const roundTrip = Math.min(...sampled.map(sample => sample.ms))
+  const sample = (skip: number) => send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })
+  const [alone, ...others] = boundaryPositions(count!, ranges, top)
+  // the first sample alone, before anything is written: its time is the round trip, undisturbed
+  // by other requests or a synchronous write (see `depth`)
+  const start = performance.now()
+  const firstSample = await sample(alone)
+  const roundTrip = performance.now() - start
   atOnce = depth(roundTrip, firstMs, read.parallel)
+  // the other samples go out before the first page is handed on: written while they travel
+  const samples = Promise.all(others.map(sample))
+  samples.catch(() => undefined) // surfaced below
+  yield first.records
+  const boundaries = distinct([firstSample, ...await samples].map(page => page.records[0]?.[key]))
   LOG.info(`pipeline '${name}': full read of ${count} rows in ${boundaries.length + 1} key ranges, ${atOnce} at once (round trip ≈ ${Math.round(roundTrip)} ms, first page ${Math.round(firstMs)} ms)`)
   const rest = after(segment.order, last)
   const parts = rangesOf(key, boundaries).map(range => segmentPages({ order: segment.order, filter: and(segment.filter, rest, range) }, top, send))
