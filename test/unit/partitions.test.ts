@@ -32,11 +32,12 @@ describe('boundaryPositions', () => {
 })
 
 describe('depth', () => {
-  test('one request at a time when the round trip is short against a page; as many as fit into a round trip, at most parallel', () => {
-    expect(depth(0.5, 12, 4)).toBe(1) // loopback
-    expect(depth(2, 12, 8)).toBe(1)
+  test('one or two requests at a time when the round trip is short against a page; as many as fit into a round trip, at most parallel', () => {
+    expect(depth(0.2, 12, 4)).toBe(1) // loopback
+    expect(depth(2, 12, 8)).toBe(2)
     expect(depth(20, 30, 8)).toBe(3)
     expect(depth(50, 60, 8)).toBe(6)
+    expect(depth(50, 200, 8)).toBe(2) // a slow provider: one request served while the next travels
     expect(depth(100, 110, 4)).toBe(4)
     expect(depth(50, 50, 4)).toBe(4) // the page faster than measurable: at most parallel
   })

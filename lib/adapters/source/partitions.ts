@@ -116,15 +116,16 @@ export function boundaryPositions(count: number, ranges: number, top: number): n
 }
 
 /**
- * How many requests keep the connection busy: a one-row request's time is (almost) the round
- * trip, a page takes that plus the provider's time to produce and send it. With the round trip
- * short against that time (loopback, a provider next door) more requests at once only compete for
- * the provider's and the consumer's CPU, so the ranges are read one request after the other; with
- * a long one, as many as fit into a round trip, at most `parallel`.
+ * How many requests keep the provider busy (Little's law): a one-row request's time is (almost)
+ * the round trip, a page takes that plus the provider's time to produce and send it, so
+ * (round trip + page) / page requests fill the pipe. With the round trip short against a page
+ * (loopback, a provider next door) more requests at once would only compete for the provider's
+ * and the consumer's CPU: two at most, one being served while the other's answer is processed;
+ * with a long one, as many as fit into a round trip, at most `parallel`.
  */
 export function depth(roundTripMs: number, pageMs: number, parallel: number): number {
   const serve = Math.max(1, pageMs - roundTripMs)
-  return Math.min(parallel, Math.max(1, Math.round((roundTripMs + serve) / serve)))
+  return Math.min(parallel, Math.max(1, Math.ceil((roundTripMs + serve) / serve - 0.05)))
 }
 
 /** A first page whose count is already in the progress (partitioned or not, counted once). */
