@@ -1,13 +1,12 @@
+import cds from '@sap/cds'
 import type { DataRecord, ResolvedPipeline } from '../../pipeline/types.js'
 import type { CsnEntity } from '../../model/csn.js'
 import type { LiveShape } from './live-shape.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
-import { deltaPlan, type DeltaPlan } from '../watermark.js'
+import { deltaPlan, type DeltaPlan, type ReadSegment } from '../watermark.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { sequentialReason } from './partitions.js'
-import type { ReadSegment } from '../watermark.js'
-import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -72,7 +71,7 @@ export abstract class BaseSourceAdapter {
   protected partitions(tracker: TrackerState, keys: string[], segments: ReadSegment[]): boolean {
     if (tracker.mode !== 'full' || this.pipeline.parallel <= 1) return false
     const reason = sequentialReason(keys, segments)
-    if (reason) LOG.info(`pipeline '${this.pipeline.name}': parallel ${this.pipeline.parallel} not used, the full read goes page after page: ${reason}`)
+    if (reason) sequentialNote(this.pipeline, `the full read goes page after page: ${reason}`)
     return !reason
   }
 
@@ -140,6 +139,13 @@ export abstract class BaseSourceAdapter {
 
   /** Drops cached schema documents of this source (called when a read failed). */
   forgetLiveShape(): void {}
+}
+
+/** Why a full read is not partitioned: info where the pipeline sets `parallel`, debug under the default. */
+export function sequentialNote(pipeline: ResolvedPipeline, why: string): void {
+  const text = `pipeline '${pipeline.name}': parallel ${pipeline.parallel} not used, ${why}`
+  if (pipeline.config.parallel !== undefined) LOG.info(text)
+  else LOG.debug(text)
 }
 
 export function pick(row: DataRecord, columns: string[]): DataRecord {
