@@ -65,6 +65,17 @@ describe('merged', () => {
     expect(out.sort()).toEqual(['a0', 'a1', 'a2', 'b0', 'b1'])
   })
 
+  test('at most `limit` ranges have a page under way or waiting; the others take turns', async () => {
+    const log: string[] = []
+    const out: string[] = []
+    for await (const page of merged([pages('a', 3, log), pages('b', 3, log), pages('c', 3, log)], () => 2)) {
+      // asked for, not yet handed on (the page in hand counts as handed on)
+      expect(log.length - out.length - 1).toBeLessThanOrEqual(2)
+      out.push(page)
+    }
+    expect(out.sort()).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'b2', 'c0', 'c1', 'c2'])
+  })
+
   test('the first failure ends the merge', async () => {
     async function* failing() {
       yield 'x'

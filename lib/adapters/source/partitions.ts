@@ -99,7 +99,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const rest = after(segment.order, last)
   const parts = rangesOf(key, boundaries).map(range => segmentPages({ order: segment.order, filter: and(segment.filter, rest, range) }, top, send))
   try {
-    yield* merged(parts)
+    yield* merged(parts, () => atOnce)
   } finally {
     stopped = true
   }
@@ -157,30 +157,34 @@ export function rangesOf(key: string, boundaries: unknown[]): Array<Predicate | 
 }
 
 /**
- * The items of several async iterables as they arrive: each one has one request (its next page)
- * under way at any time, so memory holds at most one waiting page per range. The first failure
- * ends the whole; the others are closed once their request settles.
+ * The items of several async iterables as they arrive. At most `limit()` of them have a request
+ * (their next page) under way or waiting to be taken, the others queue in turn, so memory holds
+ * at most that many pages besides the one being written. The first failure ends the whole; the
+ * others are closed once their request settles.
  */
-export async function* merged<T>(sources: Array<AsyncIterable<T>>): AsyncGenerator<T> {
+export async function* merged<T>(sources: Array<AsyncIterable<T>>, limit: () => number = () => sources.length): AsyncGenerator<T> {
   const iterators = sources.map(source => source[Symbol.asyncIterator]())
   const pending = new Map<number, Promise<{ index: number; result: IteratorResult<T> }>>()
-  const pull = (index: number) => {
-    const next = iterators[index].next().then(result => ({ index, result }))
-    next.catch(() => undefined) // surfaced through the race; avoids an unhandled rejection after a stop
-    pending.set(index, next)
+  const waiting = iterators.map((_, index) => index) // ranges whose next page nobody asked for yet
+  const pull = () => {
+    while (waiting.length && pending.size < Math.max(1, limit())) {
+      const index = waiting.shift()!
+      const next = iterators[index].next().then(result => ({ index, result }))
+      next.catch(() => undefined) // surfaced through the race; avoids an unhandled rejection after a stop
+      pending.set(index, next)
+    }
   }
-  iterators.forEach((_, index) => pull(index))
   try {
+    pull()
     while (pending.size) {
       const { index, result } = await Promise.race(pending.values())
-      if (result.done) {
-        pending.delete(index)
-        continue
-      }
-      pull(index) // that range's next page goes out before this one is written
-      yield result.value
+      pending.delete(index)
+      if (!result.done) waiting.push(index)
+      pull() // the next page goes out before this one is written
+      if (!result.done) yield result.value
     }
   } finally {
     for (const [index, next] of pending) void next.then(() => iterators[index].return?.(), () => undefined).catch(() => undefined)
+    for (const index of waiting) void iterators[index].return?.()?.catch(() => undefined)
   }
 }
