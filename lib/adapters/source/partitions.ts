@@ -81,7 +81,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   if (read.progress) countSegment(read.progress, count)
   const [key] = segment.order
   const last = first.records[first.records.length - 1]
-  // boundary samples go out before the first page is handed on: written while they travel
+  // boundaries: the key at each position, one row per request
   const sample = (skip: number) => send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })
   const [alone, ...others] = boundaryPositions(count!, ranges, top)
   // the first sample alone, before anything is written: its time is the round trip, undisturbed
