@@ -115,7 +115,7 @@ export interface PipelineConfig {
   deletes?: DeletesConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
   leaseDuration?: number
-  /** Key ranges a full copy reads at once (default 4; 1 = sequential pages). OData V4/V2, HCQL and CQN entity sources with one key. */
+  /** Key ranges a full copy reads at once (1–32, default 1 = sequential pages). OData V4/V2, HCQL and CQN entity sources with one key column. */
   parallel?: number
   /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
   schemaDrift?: SchemaDriftInput
