@@ -6,13 +6,14 @@ import { configDefaults, defineConfig } from 'vitest/config'
  *   database per file, created and deployed by test/helpers/postgres-setup.ts, dropped afterwards.
  *   Guard and lease, delta, full refresh, retries, events, CQN sources, flush, schedules, the
  *   management API, inspector audit, fan-in/OData targets, federation replicate, kill -9 recovery,
- *   rejected records (savepoints: a failed statement aborts a PostgreSQL transaction);
+ *   rejected records (savepoints: a failed statement aborts a PostgreSQL transaction), partitioned full reads;
  * - the scale-out tests: three app processes on one PostgreSQL database (their own databases).
  */
 const ON_POSTGRES = [
   'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn',
   'management-api', 'inspect-audit', 'progress', 'crash-recovery', 'federation-replicate', 'targets-and-fanin',
   'rejects', 'fast-write', 'delta-ties', 'read-ahead', 'data-contract', 'run-counts', 'events', 'events-burst',
+  'partitioned-read', 'crash-partitioned',
 ].map(name => `test/integration/${name}.test.ts`)
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
 /** Two app processes on one PostgreSQL database subscribed to one Redis (event-driven replication). */

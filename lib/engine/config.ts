@@ -11,7 +11,7 @@ import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseSchedule } from './schedule/spec.js'
 import { parseDuration } from './duration.js'
-import { MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
+import { MAX_PARALLEL, MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
@@ -127,6 +127,9 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
+  const parallel = config.parallel ?? DEFAULTS.parallel
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > MAX_PARALLEL)
+    throw invalidConfig('parallel', `must be an integer between 1 and ${MAX_PARALLEL} (key ranges a full copy reads at once; 1 reads page after page)`)
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
   const maxStaleness = resolveMaxStaleness(config.maxStaleness)
 
@@ -147,6 +150,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
       maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
     },
     leaseDuration,
+    parallel,
     ...(schemaDrift ? { schemaDrift } : {}),
     onError: resolveOnError(config.onError),
     deletes,

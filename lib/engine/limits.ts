@@ -19,6 +19,8 @@ const LOG = cds.log(LOGGER.engine)
 
 /** The longest delay `setTimeout` honours; longer ones fire after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1
+/** The most key ranges one run reads at once (`parallel`): beyond it a provider gains nothing and a run holds too many pages. */
+export const MAX_PARALLEL = 32
 /** Default of `schedules.minInterval`. */
 export const DEFAULT_MIN_INTERVAL = 1000
 /** Where the minimum is configured, as messages name it. */

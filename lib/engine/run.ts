@@ -22,7 +22,7 @@ import { RunRejects, openRejects } from './rejects.js'
 import { validatorOf, type RecordValidator } from './validate.js'
 import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
 import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
-import type { BaseSourceAdapter } from '../adapters/source/base.js'
+import { sequentialNote, type BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { FieldMapping } from '../adapters/mapping.js'
 import type { ReadProgress, TrackerState, WriteStatistics } from '../adapters/types.js'
@@ -230,6 +230,7 @@ export class PipelineRun {
     // a read under way since before the guard: the provider may have answered from that moment on
     const readStart = early?.startedAt ?? this.startTime
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
+    if (request.mode === 'full' && pipeline.parallel > 1 && !source.readsPartitioned) sequentialNote(pipeline, `${source.constructor.name} reads a full copy page after page`)
     const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
       : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: early?.stream() })
     const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined

@@ -115,6 +115,8 @@ export interface PipelineConfig {
   deletes?: DeletesConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
   leaseDuration?: number
+  /** Key ranges a full copy reads at once (1–32, default 1 = sequential pages). OData V4/V2, HCQL and CQN entity sources with one key column. */
+  parallel?: number
   /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
   schemaDrift?: SchemaDriftInput
   /** Poison records: `fail` (default) fails the run; `skip` sets failing records aside in PipelineRejects (README "Rejected records"). */
@@ -139,6 +141,8 @@ export interface ResolvedPipeline {
   transaction: TransactionScope
   retry: Required<RetryConfig>
   leaseDuration: number
+  /** Key ranges a full copy reads at once (1: sequential). */
+  parallel: number
   /** The pipeline's own `schemaDrift` setting; unset: the app's default (`cds.requires['data-pipeline'].schemaDrift`). */
   schemaDrift?: SchemaDriftSetting
   onError: ResolvedOnError

@@ -81,7 +81,8 @@ export interface ProviderControl {
   touch(data: { from: number; count?: number; modifiedAt?: string; title?: string }): Promise<void>
   reset(): Promise<void>
   faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number }): Promise<void>
-  stats(): Promise<{ requests: number; urls: string[] }>
+  /** `maxInFlight`: the most counted requests open at once; `times`: arrival (ms) and injected status of the last 200. */
+  stats(): Promise<{ requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }>
   /** Caps the provider's page size (0 = off); it then pages server-side with next links. */
   pageLimit(max: number): Promise<void>
   books(query?: string): Promise<Array<Record<string, unknown>>>
@@ -100,7 +101,7 @@ export function providerControl(base: string): ProviderControl {
     faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, ...data }),
     async stats() {
       const response = await fetch(`${base}/odata/v4/control/stats()`)
-      return (await response.json()) as { requests: number; urls: string[] }
+      return (await response.json()) as { requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }
     },
     async books(query = '') {
       const response = await fetch(`${base}/odata/v4/catalog/Books${query}`)

@@ -161,7 +161,8 @@ describe('delta semantics', () => {
   test('reads are ordered keyset pages: every read URL has $orderby and none uses $skip', async () => {
     await ctx.provider.control.seed({ from: 1, count: 55, modifiedAt: T0 })
     await ctx.provider.control.touch({ from: 20, count: 10, modifiedAt: '2026-01-02T00:00:00.000Z' })
-    await ctx.engine.addPipeline({ name: 'paging', source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksPaging' } })
+    // parallel 1: the sequential pager (partitioned full reads sample boundaries with $skip, partitioned-read.test.ts)
+    await ctx.engine.addPipeline({ name: 'paging', parallel: 1, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksPaging' } })
 
     const before = await requestCount()
     const delta = await run('paging')

@@ -61,7 +61,7 @@ describe('atomic full refresh', () => {
   test("with transaction: 'batch' a full refresh commits per batch instead: a failure keeps what was committed", async () => {
     await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
     await ctx.engine.addPipeline({
-      name: 'full-per-batch', mode: 'full', transaction: 'batch', retry: { maxRetries: 0 },
+      name: 'full-per-batch', mode: 'full', transaction: 'batch', parallel: 1, // pages in key order: the first two commit retry: { maxRetries: 0 },
       source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksFullBatch' },
     })
     expect(await run('full-per-batch')).toMatchObject({ status: 'completed', statistics: { created: 30, deleted: 0 } })

@@ -121,7 +121,8 @@ describe('HCQL source', () => {
 
   test('keyset paging: ordered pages continue after the last row, never by offset; the first page counts', async () => {
     await provider.control.seed({ from: 1, count: 25, modifiedAt: T0 })
-    await engine.addPipeline({ name: 'hcql-paged', source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
+    // parallel 1: the sequential pager (partitioned reads: the next test)
+    await engine.addPipeline({ name: 'hcql-paged', parallel: 1, source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
     const outcome = await run('hcql-paged')
     expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 25 } })
     expect(await rowCount('hcql.BooksPaged')).toBe(25)
@@ -144,7 +145,7 @@ describe('HCQL source', () => {
     await provider.control.seed({ from: 1, count: 23, modifiedAt: T0 })
     await provider.control.pageLimit(5)
     try {
-      await engine.addPipeline({ name: 'hcql-capped', source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
+      await engine.addPipeline({ name: 'hcql-capped', parallel: 1, source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
       const outcome = await run('hcql-capped')
       expect(outcome).toMatchObject({ status: 'completed' })
       expect(await rowCount('hcql.BooksPaged')).toBe(23)
@@ -152,6 +153,21 @@ describe('HCQL source', () => {
     } finally {
       await provider.control.pageLimit(0)
     }
+  })
+
+  test('parallel 3: a full read in key ranges, boundaries sampled by offset, every row once', async () => {
+    await provider.control.seed({ from: 1, count: 60, modifiedAt: T0 })
+    await engine.addPipeline({ name: 'hcql-ranges', parallel: 3, source: { service: 'CatalogAPI', entity: 'Books', batchSize: 10 }, target: { entity: 'hcql.BooksPaged' }, mode: 'full' })
+    const outcome = await run('hcql-ranges')
+    // the table holds the previous test's 23 rows: counted by key against them
+    expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 37, unchanged: 23, deleted: 0 } })
+    const rows = (await ql.SELECT.from('hcql.BooksPaged').columns('ID').orderBy('ID')) as Array<{ ID: number }>
+    expect(rows.map(r => r.ID)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1))
+    const reads = selects(proxy.take())
+    // the boundary samples: one row at offsets 20 and 40 of the key order
+    expect(reads.filter(read => read.limit.offset).map(read => [read.limit.rows.val, read.limit.offset.val])).toEqual(expect.arrayContaining([[1, 20], [1, 40]]))
+    // 6 pages, 2 samples, at most one empty end page per range
+    expect(reads.length).toBeLessThanOrEqual(6 + 2 + 3)
   })
 
   test('timestamp delta: inclusive watermark, ties and rows written later with the same value are not lost', async () => {

@@ -149,6 +149,13 @@ describe('resolvePipeline: errors name the offending key', () => {
     expectInvalid({ ...base(), leaseDuration: 100 }, 'leaseDuration')
   })
 
+  test('parallel: an integer from 1 to 32, default 1; errors name the key', () => {
+    for (const value of [0, -1, 1.5, '4', 33, true]) expectInvalid({ ...base(), parallel: value as never }, 'parallel', /integer between 1 and 32/)
+    expect(resolvePipeline(base()).parallel).toBe(1)
+    expect(resolvePipeline({ ...base(), parallel: 4 }).parallel).toBe(4)
+    expect(resolvePipeline({ ...base(), parallel: 32 }).parallel).toBe(32)
+  })
+
   test('source.origin', () => {
     expectInvalid({ ...base(), source: { entity: 'E', origin: '' } }, 'source.origin')
     expectInvalid({ name: 'q', source: { query, origin: 'a' }, target: { entity: 'T' } }, 'source.origin', /source\.query/)

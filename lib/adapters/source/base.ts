@@ -1,10 +1,15 @@
+import cds from '@sap/cds'
 import type { DataRecord, ResolvedPipeline } from '../../pipeline/types.js'
 import type { CsnEntity } from '../../model/csn.js'
 import type { LiveShape } from './live-shape.js'
 import type { AdapterContext, PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 import { matches } from '../predicate.js'
-import { deltaPlan, type DeltaPlan } from '../watermark.js'
+import { deltaPlan, type DeltaPlan, type ReadSegment } from '../watermark.js'
 import { PipelineError } from '../../pipeline/errors.js'
+import { sequentialReason } from './partitions.js'
+import { LOGGER } from '../../constants.js'
+
+const LOG = cds.log(LOGGER.engine)
 
 /**
  * Base of every source adapter. Subclasses yield the source's records in batches,
@@ -48,6 +53,26 @@ export abstract class BaseSourceAdapter {
    */
   get readsAhead(): boolean {
     return false
+  }
+
+  /**
+   * Whether full reads may be split into `parallel` key ranges read at once (README
+   * "Performance"): the built-in OData, HCQL and CQN entity sources. Others (REST, custom
+   * adapters) read page after page, and a run with `parallel` > 1 says so in the log.
+   */
+  get readsPartitioned(): boolean {
+    return false
+  }
+
+  /**
+   * Whether this read is split into key ranges (`partitionedPages`): a full run, `parallel` > 1,
+   * one key column; logs why not where the pipeline asked for more than one range.
+   */
+  protected partitions(tracker: TrackerState, keys: string[], segments: ReadSegment[]): boolean {
+    if (tracker.mode !== 'full' || this.pipeline.parallel <= 1) return false
+    const reason = sequentialReason(keys, segments)
+    if (reason) sequentialNote(this.pipeline, `the full read goes page after page: ${reason}`)
+    return !reason
   }
 
   /**
@@ -114,6 +139,13 @@ export abstract class BaseSourceAdapter {
 
   /** Drops cached schema documents of this source (called when a read failed). */
   forgetLiveShape(): void {}
+}
+
+/** Why a full read is not partitioned: info where the pipeline sets `parallel`, debug under the default. */
+export function sequentialNote(pipeline: ResolvedPipeline, why: string): void {
+  const text = `pipeline '${pipeline.name}': parallel ${pipeline.parallel} not used, ${why}`
+  if (pipeline.config.parallel !== undefined) LOG.info(text)
+  else LOG.debug(text)
 }
 
 export function pick(row: DataRecord, columns: string[]): DataRecord {

@@ -5,6 +5,7 @@
  */
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
+import { partitionedPages } from './partitions.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
 import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
@@ -21,6 +22,11 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
   protected entity?: CsnEntity
   /** Output keys used to order query-shape pages; set by the engine from the target. */
   orderKeys?: string[]
+
+  /** Full reads of an entity with one key column read `parallel` key ranges at once (partitions.ts); `source.query` reads do not. */
+  override get readsPartitioned(): boolean {
+    return !this.pipeline.config.source.query
+  }
 
   override async prepare(): Promise<void> {
     const { service, entity } = this.pipeline.config.source
@@ -57,6 +63,10 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     const segments = readSegments(plan, tracker, keys)
     const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order), ...watermarkFields(plan)])] : dataElementNames(entity)
     const progress = tracker.progress
+    if (this.partitions(tracker, keys, segments)) {
+      yield* partitionedPages({ name: this.pipeline.name, segment: segments[0], top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.entityPage(entity, columns, request, true), retry: this.pipeline.retry, progress })
+      return
+    }
     yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request, progress !== undefined), this.pipeline.retry), progress)
   }
 
@@ -95,7 +105,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
 
   /** The CQN of one ordered keyset page: the columns, the page's filter, its order, at most `top` rows. */
   protected pageQuery(entity: CsnEntity, columns: string[], request: PageRequest): Query {
-    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top)
+    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top, request.skip)
     if (request.filter) query.where(toCqn(request.filter))
     return query
   }

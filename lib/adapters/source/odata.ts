@@ -7,6 +7,7 @@
 import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
+import { partitionedPages } from './partitions.js'
 import { type ODataVersion } from '../predicate.js'
 import { odataQueryPath } from '../odata-client.js'
 import { withRetry } from '../retry.js'
@@ -42,6 +43,11 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
 
   /** Reads are GET requests to a remote: a delta run may start its first one early. */
   override get readsAhead(): boolean {
+    return true
+  }
+
+  /** Full reads of an entity with one key column read `parallel` key ranges at once (partitions.ts). */
+  override get readsPartitioned(): boolean {
     return true
   }
 
@@ -92,6 +98,10 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     const segments = readSegments(plan, tracker, keys)
     const orderColumns = new Set([...segments.flatMap(s => s.order), ...watermarkFields(plan)])
     const select = this.columns ? [...new Set([...this.columns, ...orderColumns])] : undefined
+    if (this.partitions(tracker, keys, segments)) {
+      yield* partitionedPages({ name: this.pipeline.name, segment: segments[0], top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.fetchPage(request, select), retry: this.pipeline.retry, progress: tracker.progress })
+      return
+    }
     yield* pagesOf(segments, this.batchSize, request =>
       withRetry(() => this.fetchPage(request, select), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
@@ -152,7 +162,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /** The relative URL of one page. */
   protected pageUrl(request: PageRequest, select: string[] | undefined): string {
     if (request.nextLink) return this.relativeLink(request.nextLink)
-    return odataQueryPath(this.entitySet, { select, filter: request.filter, orderBy: request.order, top: request.top, count: request.count }, this.typeOf, this.version)
+    return odataQueryPath(this.entitySet, { select, filter: request.filter, orderBy: request.order, top: request.top, skip: request.skip, count: request.count }, this.typeOf, this.version)
   }
 
   /** Next links may be absolute or relative to the service root. */

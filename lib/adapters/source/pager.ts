@@ -14,6 +14,8 @@ export interface PageRequest {
   top: number
   /** Ask for the total count of the segment (first page only). */
   count: boolean
+  /** Rows to skip (a partition boundary's sample; pages themselves never skip). */
+  skip?: number
   /** Server-driven paging: the link the previous page returned. */
   nextLink?: string
 }
@@ -33,27 +35,40 @@ export async function* pagesOf(
   fetchPage: (request: PageRequest) => Promise<PageResult>,
   progress?: ReadProgress,
 ): AsyncGenerator<DataRecord[]> {
-  for (const segment of segments) {
-    let last: DataRecord | undefined
-    let nextLink: string | undefined
-    let total: number | undefined
-    let received = 0
-    for (let first = true; ; first = false) {
-      const result = await fetchPage(nextLink
-        ? { nextLink, order: segment.order, top, count: false }
-        : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: first })
-      if (first && typeof result.count === 'number') total = result.count
-      if (first && progress) countSegment(progress, total)
-      const { records } = result
-      if (records.length === 0) break
-      yield records
-      received += records.length
-      last = records[records.length - 1]
-      nextLink = result.nextLink
-      if (nextLink) continue
-      if (total !== undefined && received >= total) break
-      if (result.exact && records.length < top) break
-    }
+  for (const segment of segments) yield* segmentPages(segment, top, fetchPage, progress)
+}
+
+/**
+ * The pages of one segment. `first`: its first page, when the caller already read it (a
+ * partitioned read asks for it before it knows whether to partition); its count is then
+ * already added to `progress`.
+ */
+export async function* segmentPages(
+  segment: ReadSegment,
+  top: number,
+  fetchPage: (request: PageRequest) => Promise<PageResult>,
+  progress?: ReadProgress,
+  first?: PageResult,
+): AsyncGenerator<DataRecord[]> {
+  let last: DataRecord | undefined
+  let nextLink: string | undefined
+  let total: number | undefined
+  let received = 0
+  for (let initial = true; ; initial = false) {
+    const result = initial && first ? first : await fetchPage(nextLink
+      ? { nextLink, order: segment.order, top, count: false }
+      : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: initial })
+    if (initial && typeof result.count === 'number') total = result.count
+    if (initial && progress && !first) countSegment(progress, total)
+    const { records } = result
+    if (records.length === 0) break
+    yield records
+    received += records.length
+    last = records[records.length - 1]
+    nextLink = result.nextLink
+    if (nextLink) continue
+    if (total !== undefined && received >= total) break
+    if (result.exact && records.length < top) break
   }
 }
 

@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+/**
+ * Latency benchmark (issue 24, never part of `npm test`): a full copy from the real OData V4 provider
+ * (test/fixtures/provider, BenchItems: UUID key, 11 columns, file SQLite) through a latency-injecting
+ * HTTP proxy (this process: every request waits a fixed delay before it is forwarded), into the
+ * consumer app (test/fixtures/consumer) in a fresh process on a fresh file SQLite database per
+ * measurement, with `parallel` 1 (sequential pages, as before) and the partitioned settings.
+ *
+ * Beside each figure the floor it is compared with, measured in the same run through the same proxy:
+ *   floor = pages × latency + the provider's own time to serve all pages (a plain sequential keyset
+ *           read with fetch through the proxy at 0 ms), i.e. what a sequential read costs at least;
+ *   raw   = that plain sequential read at the latency itself (the floor as measured);
+ * and the ratio product / floor. Targets: at 50 ms the partitioned copy ≤ 0.25 × floor; at 0 ms no
+ * slower than parallel 1 (± 5 %); peak RSS (VmHWM) growth over parallel 1 ≤ parallel × one page.
+ * Figures are medians of the rounds; output: a table and bench/results/latency.json.
+ *
+ * Environment:
+ *   BENCH_LATENCY_SIZES=100000   rows (quick run: 20000)
+ *   BENCH_LATENCIES=0,20,50,100  ms added per request
+ *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
+ *   BENCH_ROUNDS=2               rounds (medians)
+ *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
+ *                                machine's other load is below that many cores
+ */
+import { createRequire } from 'node:module'
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, runWorker, sqliteEnv, startProvider } from './helpers.mjs'
+
+const SELF = fileURLToPath(import.meta.url)
+const ROOT = path.resolve(path.dirname(SELF), '..')
+const RESULTS = path.join(ROOT, 'bench/results/latency.json')
+const BATCH = 1000
+const SOURCE = 'BenchItems'
+const TARGET = 'consumer.BenchItems'
+const COLUMNS = ['ID', 'name', 'description', 'category', 'quantity', 'price', 'weight', 'active', 'validFrom', 'createdAt', 'modifiedAt']
+const MB = 1024 * 1024
+const TARGETS = { at50: 0.25, at0: 1.05 }
+
+const now = () => performance.now()
+const list = (value, fallback) => (value ?? fallback).split(',').map(Number).filter(x => Number.isFinite(x) && x >= 0)
+const median = values => {
+  const s = values.filter(x => typeof x === 'number').sort((a, b) => a - b)
+  if (!s.length) return null
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+const fixed = (x, d = 0) => (x === null || x === undefined ? '—' : x.toFixed(d))
+
+if (process.argv[2] === '--worker') await worker()
+else await main()
+
+/** The proxy: each request waits `delay.ms`, then goes to the provider over kept-alive connections. */
+function latencyProxy(target) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
+  const upstream = new URL(target)
+  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0 }
+  const server = http.createServer((req, res) => {
+    state.requests++
+    state.inFlight++
+    state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
+    res.once('close', () => { state.inFlight-- })
+    const chunks = []
+    req.on('data', chunk => chunks.push(chunk))
+    req.on('end', () => setTimeout(() => {
+      const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host }, agent }, answer => {
+        res.writeHead(answer.statusCode, answer.headers)
+        answer.on('data', chunk => { state.bytes += chunk.length })
+        answer.pipe(res)
+      })
+      forward.on('error', error => { res.writeHead(502); res.end(String(error.message)) })
+      forward.end(Buffer.concat(chunks))
+    }, state.ms))
+  })
+  return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${server.address().port}`, state,
+    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0 }) },
+    close: () => { agent.destroy(); server.closeAllConnections(); return new Promise(done => server.close(done)) },
+  })))
+}
+
+/**
+ * What one page of rows occupies on the heap once parsed (MB): the unit of the memory target
+ * (peak RSS grows by at most `parallel` × one page). Measured here with a forced GC around a parse.
+ */
+async function pageHeapMB(base) {
+  v8.setFlagsFromString('--expose-gc')
+  const gc = vm.runInNewContext('gc')
+  const text = await (await fetch(`${base}/odata/v4/catalog/${SOURCE}?$select=${COLUMNS.join(',')}&$orderby=ID&$top=${BATCH}`)).text()
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const page = JSON.parse(text)
+  gc()
+  const after = process.memoryUsage().heapUsed
+  return page.value.length ? (after - before) / MB : 0
+}
+
+/** CPU time (ms) the whole machine has been busy so far (/proc/stat). */
+function busyMs() {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  return ((ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) * 1000) / 100
+}
+
+/** Waits (at most BENCH_QUIET_WAIT s, default 20) until other work on the machine uses less than BENCH_QUIET_CORES (0.5) cores. */
+async function quiet() {
+  const until = now() + Number(process.env.BENCH_QUIET_WAIT ?? 20) * 1000
+  const cores = Number(process.env.BENCH_QUIET_CORES ?? 0.5)
+  for (;;) {
+    const b0 = busyMs()
+    const t0 = now()
+    await new Promise(resolve => setTimeout(resolve, 500))
+    const load = (busyMs() - b0) / (now() - t0)
+    if (load < cores || now() > until) return load
+  }
+}
+
+/** A plain sequential keyset read of all pages with fetch (what a sequential copy waits for at least). */
+async function rawRead(base, n) {
+  const t0 = now()
+  let last
+  let rows = 0
+  let pages = 0
+  for (;;) {
+    const filter = last === undefined ? '' : `&$filter=${encodeURIComponent(`ID gt ${last}`)}`
+    const response = await fetch(`${base}/odata/v4/catalog/${SOURCE}?$select=${COLUMNS.join(',')}&$orderby=ID${filter}&$top=${BATCH}${last === undefined ? '&$count=true' : ''}`)
+    const { value } = await response.json()
+    pages++
+    rows += value.length
+    if (value.length < BATCH) break
+    last = value.at(-1).ID
+  }
+  if (rows !== n) throw new Error(`raw read: ${rows} rows of ${n}`)
+  return { ms: now() - t0, pages }
+}
+
+async function main() {
+  const sizes = list(process.env.BENCH_LATENCY_SIZES, '100000')
+  const latencies = list(process.env.BENCH_LATENCIES, '0,20,50,100')
+  const parallels = list(process.env.BENCH_PARALLEL, '1,4,8').filter(p => p >= 1)
+  const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
+  console.log(`cap-data-pipeline latency bench — node ${process.version}, ${os.cpus().length} CPUs, sizes ${sizes.join(', ')}, latencies ${latencies.join(', ')} ms, parallel ${parallels.join(', ')}, ${rounds} round(s), file SQLite\n`)
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'cdp-latency-'))
+  const results = []
+  try {
+    const template = path.join(tmp, 'consumer-template.db')
+    await deployApp(CONSUMER_DIR, sqliteEnv(template))
+    for (const n of sizes) {
+      const providerDb = path.join(tmp, `provider-${n}.db`)
+      await deployApp(PROVIDER_DIR, sqliteEnv(providerDb))
+      const provider = await startProvider({ dbFile: providerDb })
+      const proxy = await latencyProxy(provider.url)
+      try {
+        await control(provider.url, 'seedBench', { from: 1, count: n, modifiedAt: '2026-01-01T00:00:00.000Z' })
+        await rawRead(proxy.url, n) // warm-up: the provider's first read compiles and caches what later reads reuse
+        const pageMB = await pageHeapMB(proxy.url)
+        for (const latency of latencies) {
+          proxy.state.ms = latency
+          const cells = { raw: [], serve: [] }
+          for (let r = 0; r < rounds; r++) {
+            // the provider's own serving time through the same proxy, then the raw read at this latency
+            proxy.state.ms = 0
+            const serve = await rawRead(proxy.url, n)
+            proxy.state.ms = latency
+            const raw = await rawRead(proxy.url, n)
+            cells.serve.push(serve.ms)
+            cells.raw.push(raw.ms)
+            cells.pages = raw.pages
+            for (const parallel of parallels) {
+              const file = path.join(tmp, `consumer-${n}-${latency}-${parallel}-${r}.db`)
+              await copyFile(template, file)
+              await quiet()
+              proxy.reset()
+              const measured = await runWorker(SELF, { n, parallel, providerUrl: proxy.url }, { env: sqliteEnv(file) })
+              ;(cells[parallel] ??= []).push({ ...measured, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
+              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms, peak RSS ${fixed(measured.rssMB, 1)} MB, ${proxy.state.requests} requests, ≤ ${proxy.state.maxInFlight} in flight`)
+              await rm(file, { force: true })
+            }
+          }
+          const serve = median(cells.serve)
+          const floor = cells.pages * latency + serve
+          const row = { n, latency, pages: cells.pages, pageMB, serveMs: serve, floorMs: floor, rawMs: median(cells.raw), runs: {} }
+          for (const parallel of parallels) {
+            const runs = cells[parallel]
+            row.runs[parallel] = {
+              ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), requests: median(runs.map(x => x.requests)),
+              maxInFlight: Math.max(...runs.map(x => x.maxInFlight)),
+            }
+          }
+          results.push(row)
+        }
+      } finally {
+        await proxy.close()
+        await provider.stop()
+      }
+    }
+  } finally {
+    await rm(tmp, { recursive: true, force: true })
+  }
+  report(results, parallels)
+}
+
+function report(results, parallels) {
+  const lines = []
+  const header = ['N', 'latency', 'pages', 'floor ms (pages×lat + serve)', 'raw seq. read ms', ...parallels.map(p => `parallel ${p}: ms (× floor)`), ...parallels.map(p => `RSS p${p} MB`)]
+  lines.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`)
+  const checks = []
+  for (const row of results) {
+    const cells = [row.n, `${row.latency} ms`, row.pages, fixed(row.floorMs), fixed(row.rawMs)]
+    for (const p of parallels) cells.push(`${fixed(row.runs[p].ms)} (${fixed(row.runs[p].ms / row.floorMs, 2)})`)
+    for (const p of parallels) cells.push(fixed(row.runs[p].rssMB, 1))
+    lines.push(`| ${cells.join(' | ')} |`)
+    const one = row.runs[1]
+    for (const p of parallels.filter(x => x > 1)) {
+      const run = row.runs[p]
+      if (row.latency === 50) checks.push([`N=${row.n} 50 ms parallel ${p}: copy / floor`, run.ms / row.floorMs, `≤ ${TARGETS.at50}`, run.ms / row.floorMs <= TARGETS.at50])
+      if (row.latency === 0 && one) checks.push([`N=${row.n} 0 ms parallel ${p}: copy / parallel 1`, run.ms / one.ms, `≤ ${TARGETS.at0}`, run.ms / one.ms <= TARGETS.at0])
+      if (one) {
+        const growth = run.rssMB - one.rssMB
+        const allowed = p * row.pageMB
+        checks.push([`N=${row.n} ${row.latency} ms parallel ${p}: peak RSS growth over parallel 1, MB (one page parsed: ${fixed(row.pageMB, 2)} MB)`, growth, `≤ ${fixed(allowed, 1)}`, growth <= allowed])
+      }
+      checks.push([`N=${row.n} ${row.latency} ms parallel ${p}: most requests in flight`, run.maxInFlight, `≤ ${p}`, run.maxInFlight <= p])
+    }
+  }
+  console.log(`\n${lines.join('\n')}\n`)
+  for (const [what, value, target, ok] of checks) console.log(`${ok ? '✓' : '✗'} ${what}: ${fixed(value, 2)} (${target})`)
+  return mkdir(path.dirname(RESULTS), { recursive: true }).then(() => writeFile(RESULTS, JSON.stringify({ date: new Date().toISOString(), results, checks }, null, 2)))
+}
+
+async function worker() {
+  const o = JSON.parse(process.env.BENCH_OPTIONS)
+  const cdsRequire = createRequire(path.join(CONSUMER_DIR, 'package.json'))
+  const cds = cdsRequire('@sap/cds')
+  cds.root = CONSUMER_DIR
+  cds.env.requires.Provider.credentials = { url: `${o.providerUrl}/odata/v4/catalog` }
+  cds.env.remote = { ...cds.env.remote, native_fetch: process.env.BENCH_NATIVE_FETCH !== '0' }
+  await cds.exec('--port', '0')
+  const engine = await cds.connect.to('data-pipeline')
+  await engine.addPipeline({ name: 'latency', mode: 'full', parallel: o.parallel, source: { service: 'Provider', entity: SOURCE, batchSize: BATCH }, target: { entity: TARGET } })
+  await engine.registry.prepare('latency')
+  const t0 = now()
+  const { done } = await engine.execute('latency', { mode: 'full' })
+  const outcome = await done
+  const ms = now() - t0
+  if (outcome.status !== 'completed' || outcome.statistics.created !== o.n) throw new Error(`full run: ${outcome.status} ${JSON.stringify(outcome.statistics)}`)
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
+  process.send({ type: 'result', result: { ms, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
+  setTimeout(() => process.exit(0), 50)
+}

@@ -1,0 +1,101 @@
+/**
+ * kill -9 in the middle of a partitioned full refresh (issue 24), end to end with real processes:
+ * the crash-consumer app (child process, SQLite file) copies the real provider with `parallel: 4`
+ * in one transaction. Killed while its key ranges are being read, the target keeps the previous
+ * copy; after the restart the next trigger takes over once the lease expired and the new run
+ * leaves every row exactly once, as the provider has it now.
+ */
+import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { deployTo, postgresEnv, suiteDatabase } from '../helpers/postgres'
+import { sleep, waitFor } from '../helpers/wait'
+
+const require = createRequire(import.meta.url)
+const APP = path.join(FIXTURES, 'crash-consumer')
+const TOTAL = 2000
+const T0 = '2026-01-01T00:00:00.000Z'
+
+function client(app: RunningApp) {
+  const get = async <T>(fn: string): Promise<T> => {
+    const response = await fetch(`${app.url}/crash/${fn}(pipeline='booksFull')`)
+    if (!response.ok) throw new Error(`${fn}: ${response.status} ${await response.text()}`)
+    const { '@odata.context': _context, ...body } = (await response.json()) as Record<string, unknown> & { value?: T }
+    return (Array.isArray(body.value) ? body.value : body) as T
+  }
+  return {
+    start: async () => {
+      const response = await fetch(`${app.url}/crash/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pipeline: 'booksFull' }) })
+      return { status: response.status, body: (await response.json()) as { runId?: string } }
+    },
+    tracker: () => get<{ status: string; currentRun: string | null }>('tracker'),
+    counts: async () => ({ ...(await get<{ rows: number; distinctIDs: number }>('counts')), rewritten: (await get<{ value: number }>('rewritten')).value }),
+    runs: () => get<Array<{ ID: string; status: string; created: number; updated: number; deleted: number; error: string | null }>>('runs'),
+  }
+}
+
+describe('crash recovery of a partitioned full refresh', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'crash-partitioned-'))
+  const database = path.join(dir, 'consumer.sqlite')
+  const postgres = suiteDatabase()
+  let provider: RunningApp & { control: ProviderControl }
+  let env: Record<string, string>
+  let app: RunningApp | undefined
+
+  beforeAll(async () => {
+    const deploy = postgres ? deployTo(APP, postgres) : promisify(execFile)(process.execPath, [require.resolve('@sap/cds-dk/bin/cds.js'), 'deploy', '--to', `sqlite:${database}`], {
+      cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
+    })
+    deploy.catch(() => undefined)
+    provider = await startProvider()
+    await provider.control.seed({ from: 1, count: TOTAL, modifiedAt: T0 })
+    await deploy
+    env = { ...(postgres ? postgresEnv(postgres) : { cds_requires_db_credentials_url: database }), cds_requires_Provider_credentials_url: `${provider.url}/odata/v4/catalog` }
+  })
+
+  afterAll(async () => {
+    await app?.kill().catch(() => undefined)
+    await provider?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('killed mid-read: the previous copy stays; the next run replaces it with every row once', async () => {
+    app = await startApp(APP, { env })
+    let api = client(app)
+    expect((await api.start()).status).toBe(200)
+    await waitFor(async () => (await api.tracker()).status === 'idle', 'the first full copy', 30_000)
+    expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: 0 })
+
+    // the provider changes every title and answers slowly: the next copy takes several seconds
+    await provider.control.touch({ from: 1, count: TOTAL, title: 'Rewritten', modifiedAt: T0 })
+    await provider.control.faults({ delay: 100 })
+    const before = (await provider.control.stats()).requests
+    const started = await api.start()
+    expect(started.status).toBe(200)
+    // kill once several ranges have been read (samples and more than one round of pages)
+    await waitFor(async () => (await provider.control.stats()).requests - before >= 12, 'the partitioned read under way', 20_000)
+    const { maxInFlight } = await provider.control.stats()
+    await app.kill()
+    app = undefined
+    expect(maxInFlight).toBeGreaterThan(1)
+
+    app = await startApp(APP, { env })
+    api = client(app)
+    // one transaction: nothing of the killed run is in the target
+    expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: 0 })
+    expect(await api.tracker()).toMatchObject({ status: 'running', currentRun: started.body.runId })
+
+    // the next trigger takes over once the dead run's lease expired
+    await waitFor(async () => (await api.start()).status === 200 || (await sleep(100), false), 'the takeover', 15_000)
+    await waitFor(async () => (await api.tracker()).status === 'idle', 'the new full copy', 60_000)
+    expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: TOTAL })
+    const runs = await api.runs()
+    expect(runs.map(r => r.status)).toEqual(['idle', 'failed', 'idle'].map(s => expect.stringMatching(s === 'idle' ? /idle|completed/ : /failed/)))
+    expect(runs[1].error).toMatch(/LEASE_EXPIRED/)
+    expect(runs[2]).toMatchObject({ created: 0, updated: TOTAL, deleted: 0 })
+  })
+})
