@@ -110,7 +110,7 @@ function report(result) {
 async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   console.log(`${label} …`)
   const prefix = `bench-events-${process.pid}-${Math.random().toString(36).slice(2, 8)}/`
-  const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix, credentials: { uri: 'redis://127.0.0.1:6379' } }
+  const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
   const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
   await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
   const provider = await startChild([createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
