@@ -45,13 +45,35 @@ function statement(req: ChangeRequest): { ref?: unknown[]; where?: unknown[] } {
   return { ref: typeof target === 'string' ? [target] : target?.ref, where: q?.where }
 }
 
+/** `k1 = v1 and k2 = v2 …` naming every key once (either side of `=`), as keys; otherwise undefined. */
+export function keysOfCondition(where: unknown[] | undefined, names: string[]): Keys | undefined {
+  if (!where?.length) return undefined
+  const keys: Keys = {}
+  for (let i = 0; i < where.length; i += 4) {
+    const [left, op, right, and] = where.slice(i, i + 4) as Array<{ ref?: unknown[]; val?: unknown } | string | undefined>
+    if (op !== '=' || (and !== undefined && and !== 'and')) return undefined
+    const ref = [left, right].find(side => typeof side === 'object' && side?.ref?.length === 1) as { ref: string[] } | undefined
+    const val = [left, right].find(side => typeof side === 'object' && side !== null && 'val' in side) as { val: unknown } | undefined
+    if (!ref || !val || !names.includes(ref.ref[0]) || ref.ref[0] in keys || val.val === null || val.val === undefined) return undefined
+    keys[ref.ref[0]] = val.val
+  }
+  return Object.keys(keys).length === names.length ? keys : undefined
+}
+
 /**
- * The keys of a single-row change that names its row completely (an OData request on
- * `Orders(42)`): no query to run. Undefined for anything else (navigation paths, a `where`).
+ * The keys of a single-row change that names its row completely — an OData request on
+ * `Orders(42)`, or `UPDATE(Orders, 42)` / `.where({ ID: 42 })` in code: no query to run.
+ * Undefined for anything else (navigation paths, other conditions): the rows are read then.
  */
 export function directKeys(req: ChangeRequest, names: string[]): Keys[] | undefined {
   const { ref, where } = statement(req)
-  if (where?.length || ref?.length !== 1 || req.params?.length !== 1) return undefined
+  if (ref?.length !== 1) return undefined
+  const step = ref[0] as { where?: unknown[] } | string
+  const stepWhere = typeof step === 'object' ? step.where : undefined
+  if (stepWhere?.length && where?.length) return undefined
+  const condition = keysOfCondition(stepWhere ?? where, names)
+  if (condition) return [condition]
+  if (where?.length || req.params?.length !== 1) return undefined
   const param = req.params[0]
   const row = param !== null && typeof param === 'object' ? param : names.length === 1 ? { [names[0]]: param } : undefined
   const keys = pickKeys(row, names)
