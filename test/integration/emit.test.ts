@@ -13,6 +13,7 @@ const LINES = 'ProviderService.Lines'
 const TOPICS = [
   ...['Created', 'Updated', 'Deleted'].flatMap(suffix => [`${ENTITY}.${suffix}`, `${LINES}.${suffix}`]),
   'ProviderService.Notes.Created',
+  ...['Created', 'Updated', 'Deleted'].map(suffix => `ProviderService.Articles.${suffix}`),
 ]
 
 let provider: RunningApp
@@ -114,6 +115,20 @@ describe('@federation.emit on a provider app', () => {
     await ok('POST', 'upsertOrder', { ID: 20, status: 'again' })
     await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 20 }), 'Orders.Updated of 20 (upsert)')
     expect(await messagesFor(`${ENTITY}.Created`, { ID: 20 })).toHaveLength(1)
+  })
+
+  test('a draft-enabled entity emits on activation, never for draft edits', async () => {
+    const ARTICLES = 'ProviderService.Articles'
+    const { ID } = await ok('POST', 'Articles', { title: 'draft' })
+    await ok('PATCH', `Articles(ID=${ID},IsActiveEntity=false)`, { title: 'still a draft' })
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=false)/ProviderService.draftActivate`, {})
+    const created = await subscriber.waitFor(is(`${ARTICLES}.Created`, { ID }), 'Articles.Created on activation')
+    expect(Object.keys(created.data)).toEqual(['ID']) // not IsActiveEntity
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=true)/ProviderService.draftEdit`, { PreserveChanges: true })
+    await ok('PATCH', `Articles(ID=${ID},IsActiveEntity=false)`, { title: 'edited' })
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=false)/ProviderService.draftActivate`, {})
+    await subscriber.waitFor(is(`${ARTICLES}.Updated`, { ID }), 'Articles.Updated on activation')
+    expect((await subscriber.received()).filter(m => m.event.startsWith(ARTICLES))).toHaveLength(2)
   })
 
   test('an entity without the annotation emits nothing', async () => {
