@@ -248,12 +248,16 @@ function startWorker(options) {
       if (message.type !== 'ready') return
       resolve({
         arrivals,
-        expect: batch => child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }),
+        expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
         ask: question => new Promise(answer => { const id = ++asked; answers.set(id, answer); child.send({ ...question, id }) }),
-        stop: async () => { if (child.exitCode === null) child.send({ type: 'stop' }); await exited },
+        stop: async () => { stopping = true; if (child.connected) child.send({ type: 'stop' }); await exited },
       })
     })
-    child.on('exit', code => reject(new Error(`consumer exited with ${code}`)))
+    let stopping = false
+    child.on('exit', (code, signal) => {
+      if (!stopping) console.error(`  consumer ${child.pid} exited unexpectedly (${signal ?? code})`)
+      reject(new Error(`consumer exited with ${signal ?? code}`))
+    })
   })
 }
 
