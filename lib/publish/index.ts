@@ -14,6 +14,7 @@
 import cds from '@sap/cds'
 import { ANNOTATIONS, EMIT, LOGGER } from '../constants.js'
 import type { CsnEntity } from '../model/csn.js'
+import { HIDE_ANNOTATION, SENSITIVE_ANNOTATION } from '../security/hidden.js'
 import { affectedKeys, emittedKeyNames, enteredRows, existingKeys, keyIdentity, pickKeys, type ChangeRequest, type Keys } from './keys.js'
 
 const LOG = cds.log(LOGGER.emit)
@@ -101,6 +102,8 @@ function attach(srv: ServedService, { entity, service }: EmitSetting): void {
     return
   }
   const topic = (suffix: string) => `${entity.name}.${suffix}`
+  const sensitive = names.filter(name => entity.elements[name]?.[SENSITIVE_ANNOTATION] || entity.elements[name]?.[HIDE_ANNOTATION])
+  if (sensitive.length) LOG.warn(`${ANNOTATIONS.emit} on '${entity.name}': the key ${sensitive.join(', ')} is hidden or sensitive personal data, and every message carries the keys — choose a technical key for an entity whose changes are emitted`)
 
   // rows an UPDATE / DELETE touches are read before the change, in its transaction
   srv.before(['UPDATE', 'DELETE'], entity, async (req: Marked) => {
