@@ -12,9 +12,11 @@ import { configDefaults, defineConfig } from 'vitest/config'
 const ON_POSTGRES = [
   'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn',
   'management-api', 'inspect-audit', 'progress', 'crash-recovery', 'federation-replicate', 'targets-and-fanin',
-  'rejects', 'fast-write', 'delta-ties', 'read-ahead', 'data-contract', 'run-counts',
+  'rejects', 'fast-write', 'delta-ties', 'read-ahead', 'data-contract', 'run-counts', 'events', 'events-burst',
 ].map(name => `test/integration/${name}.test.ts`)
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
+/** Two app processes on one PostgreSQL database subscribed to one Redis (event-driven replication). */
+const EVENTS_SCALE_OUT = 'test/integration/events-scale-out.test.ts'
 
 export default defineConfig({
   test: {
@@ -25,8 +27,8 @@ export default defineConfig({
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT], fileParallelism: true, maxWorkers: 2 } },
-      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 2 } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 2 } },
+      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 2 } },
       // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`)
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 120_000, hookTimeout: 180_000 } },
     ],

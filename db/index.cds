@@ -120,3 +120,35 @@ entity PipelineRejects : cuid {
 aspect sourced {
   key source : String(100) default '';
 }
+
+/**
+ * Event-driven replication (README "Event-driven replication"): the keys a pipeline's messages
+ * named and that wait for their micro-batch, one row per key (a newer message of the same key
+ * replaces the row: the last state wins). Rows leave once their batch is written, so a crash
+ * between receipt and write loses nothing, and every instance on one database sees them.
+ */
+entity PipelineEventKeys {
+  key pipeline  : String(255);
+  /** The key (source names) as JSON, e.g. {"ID":7}. */
+  key recordKey : String(1000);
+      action    : String(10);
+      /** `payload` action: the message's data (the row itself), JSON. */
+      payload   : LargeString;
+      /** The message's time (`headers.time`), else when it was received: the start of its lag. */
+      eventTime : Timestamp;
+      /** Changes with every message of the key: a batch removes only the rows it applied. */
+      version   : UUID;
+}
+
+/** Bounded event statistics: one row per pipeline and minute with events (lag over the last hour). */
+entity PipelineEventStats {
+  key pipeline  : String(255);
+  key minute    : Timestamp;
+      received  : Integer default 0;
+      applied   : Integer default 0;
+      skipped   : Integer default 0;
+      /** Lag (message time → replica write) in ms over the hour up to this minute. */
+      lagP50    : Integer;
+      lagP95    : Integer;
+      lastEvent : Timestamp;
+}

@@ -15,6 +15,7 @@ import { majorVersion, type QueueHost, type QueuedRunMessage, type TickMessage }
 import type { ScheduleInput } from '../lib/pipeline/types.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
+import { EventReplication, eventsOf } from '../lib/events/index.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/pipeline/types.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type { RunOutcome } from '../lib/engine/run.js'
@@ -79,6 +80,9 @@ function nameTasksAsOnCds9(service: { schedule?: (...args: unknown[]) => Schedul
 export default class DataPipelineService extends cds.Service {
   readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
+  /** Event-driven replication of the pipelines with `events` (lib/events). */
+  readonly eventReplication = new EventReplication({ prepare: name => this.registry.prepare(name), tracker: this.registry.tracker, dispatch: (event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data) })
+
   private settings(): { schedules?: boolean | { minInterval?: number | string } } {
     const options = (this as unknown as { options?: { schedules?: boolean | { minInterval?: number | string } } }).options
     return { schedules: options?.schedules }
@@ -109,7 +113,7 @@ export default class DataPipelineService extends cds.Service {
     builtIn(QUEUE.tickEvent, async req => { await this.queueTask(() => this.registry.queuedTick(req.data as unknown as TickMessage)) })
     builtIn(QUEUE.runEvent, async req => { await this.queueTask(() => this.registry.queuedRun(req.data as unknown as QueuedRunMessage)) })
     whenServing(() => { void this.registry.activateSchedules() })
-    cds.once('shutdown', () => this.registry.stopSchedules())
+    cds.once('shutdown', () => { this.registry.stopSchedules(); this.eventReplication.stop() })
     return super.init()
   }
 
@@ -169,8 +173,12 @@ export default class DataPipelineService extends cds.Service {
   }
 
   /** Registers a pipeline (see README "Pipeline definition"); rejects incoherent configs naming the key. */
-  addPipeline(config: PipelineConfig): Promise<ResolvedPipeline> {
-    return this.registry.add(config)
+  async addPipeline(config: PipelineConfig): Promise<ResolvedPipeline> {
+    const events = eventsOf(config) // checked first: its errors name the `events…` key
+    if (events) this.eventReplication.check(config, events)
+    const pipeline = await this.registry.add(config)
+    if (events) await this.eventReplication.subscribe(pipeline, events)
+    return pipeline
   }
 
   /**

@@ -96,6 +96,10 @@ service DataPipelineManagementService {
   @readonly
   entity PipelineRejects as projection on tracker.PipelineRejects;
 
+  /** Event-driven pipelines: received, applied, skipped and lag p50/p95 (last hour), one row per pipeline and minute. */
+  @readonly
+  entity PipelineEventStats as projection on tracker.PipelineEventStats;
+
   /** Value help for the `mode` parameter of start. */
   @readonly @cds.persistence.skip
   entity PipelineRunModes {

@@ -106,7 +106,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every tenant's
     ;(this as unknown as { on(event: string, entities: string[], handler: (req: OperationRequest & { info(message: string): void }, next: () => unknown) => unknown): void })
-      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRejects'], (req, next) => {
+      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRejects', 'PipelineEventStats'], (req, next) => {
         if (!providerWithoutTenant()) return next()
         req.info(PROVIDER_HINT)
         return []

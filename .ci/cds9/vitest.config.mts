@@ -15,6 +15,8 @@ export const CDS9_TESTS = [
   'federation-replicate', 'federation-delegate', 'federation-rules', 'federation-cache', 'federated',
   // queued schedules and what differs between cds 9 and 10
   'queued-schedule', 'cds-version',
+  // event-driven replication over CAP's redis-messaging (the real Redis)
+  'events', 'events-crash',
   // security: roles, hidden fields, the inspector's authorization, inputs, caches per user, redaction, delegate wheres
   'security-roles', 'security-hidden', 'security-inspector', 'security-inputs', 'security-cache', 'security-redact', 'security-delegate-where',
 ]

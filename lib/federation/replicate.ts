@@ -117,6 +117,8 @@ export function replicaOf(name: string, csn: FederationCsn, federated = false): 
     target: { entity: name },
     ...(delta ? { delta } : federated ? { mode: 'full' as const } : {}),
     ...(schedule !== undefined && schedule !== null ? { schedule } : {}),
+    // event-driven replication: validated with the pipeline (errors name `events…`)
+    ...(options.events !== undefined && options.events !== null ? { events: options.events as PipelineConfig['events'] } : {}),
   }
   return { name, config, preload: preloadMode(name, options.preload) }
 }

@@ -121,6 +121,8 @@ export interface PipelineConfig {
   onError?: OnErrorConfig
   /** Freshness (README "Progress and freshness"): the pipeline is `stale` when its last successful run is older than this (ms or a duration such as `'2h'`). */
   maxStaleness?: number | string
+  /** Event-driven replication (README "Event-driven replication"): subscriptions applied in micro-batches. */
+  events?: EventsInput
 }
 
 /** What the engine derives from a config: the shape and effective settings. */
@@ -213,3 +215,29 @@ export interface RestConfig {
   /** Key listing for deletes sweeps: all keys in ascending order, paged like the collection unless `pagination` is given. */
   keys?: { path: string; dataPath?: string; pagination?: RestConfig['pagination'] }
 }
+
+/** What a message of a topic does (README "Event-driven replication"). */
+export type EventAction = 'upsert' | 'delete' | 'payload'
+
+/** One topic as configured: a plain string is `{ topic }` with the defaults. */
+export interface EventTopicConfig {
+  topic: string
+  /** The payload field holding the single key, or `{ <key element>: '<payload path>' }`; default: payload fields named like the keys. */
+  key?: string | Record<string, string>
+  action?: EventAction
+}
+
+/** `events` of a pipeline: subscriptions to business events, applied in micro-batches. */
+export interface EventsConfig {
+  /** A CAP messaging service in `cds.requires` (default `messaging`). */
+  service?: string
+  /** Unset: the provider's `<entity>.Created|Updated|Deleted` topics (CAP to CAP, `@federation.emit`). */
+  topics?: Array<string | EventTopicConfig>
+  /** Coalescing window: ms or a duration such as `200ms` (default 200 ms). */
+  window?: number | string
+  /** Most keys per micro-batch (default 1000). */
+  maxBatch?: number
+}
+
+/** `events` as users write it: an object, a messaging service name, or `true` (= `messaging`). */
+export type EventsInput = EventsConfig | string | true

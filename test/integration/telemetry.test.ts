@@ -93,6 +93,13 @@ describe('with @cap-js/telemetry: spans and metrics of pipeline runs', () => {
     expect(write.status.code).toBe(STATUS.ERROR)
   })
 
+  test('events: a span per micro-batch (data-pipeline events <pipeline>) with its keys and counts', async () => {
+    await post('changed', { ID: 3 })
+    const span = await waitFor(() => spans().find(s => s.name === 'data-pipeline events followed'), 'the micro-batch span')
+    expect(span.status.code).toBe(STATUS.OK)
+    expect(span.attributes).toMatchObject({ 'pipeline.name': 'followed', 'pipeline.trigger': 'event', 'pipeline.events.keys': 1, 'pipeline.events.applied': 1, 'pipeline.events.created': 1 })
+  })
+
   test('metrics: records by pipeline and kind, runs by pipeline and status, run duration', async () => {
     await waitFor(() => Boolean(metric('data_pipeline.runs')?.points.length === 2 && metric('data_pipeline.run.duration')))
     const records = metric('data_pipeline.records')!

@@ -131,7 +131,27 @@ describe('imported APIs as cds import writes them', () => {
     expect(replicate().replicaOf('Pairs', csn as never).preload).toBe('wait')
     expect(config('ByKey').delta).toEqual({ mode: 'key', field: 'ID' })
     expect(config('Soft').delta).toEqual({ field: 'modifiedAt', deletedField: 'isDeleted', deletedAction: 'flag' })
-    expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta")
+    expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta, events")
+  })
+
+  test('@federation.replicate: { events } subscribes the replica (README "Event-driven replication"); @federated takes events from its settings', async () => {
+    const csn = await compile(`${usingImports}
+      @federation.replicate: { events: { service: 'bus', topics: [{ topic: 'sap.s4.beh.book.v1.Book.Changed.v1', key: 'BookID' }], window: '100ms' } }
+      entity Followed as projection on ext.Books { key ID, title, modifiedAt };
+      @federation.replicate: { events: 'bus' }
+      entity Short as projection on ext.Books { key ID, title };
+      @federated entity Fed as projection on ext.Books { key ID, title, modifiedAt };`)
+    annotations().enhanceModel(csn as never)
+    expect(replicate().replicaOf('Followed', csn as never).config.events).toEqual({ service: 'bus', topics: [{ topic: 'sap.s4.beh.book.v1.Book.Changed.v1', key: 'BookID' }], window: '100ms' })
+    expect(replicate().replicaOf('Short', csn as never).config.events).toBe('bus')
+    const settings = cds.env.requires as unknown as Record<string, { federation?: Record<string, unknown> }>
+    const before = settings['data-pipeline'].federation
+    settings['data-pipeline'].federation = { ...before, federated: { events: true } }
+    try {
+      expect(replicate().replicaOf('Fed', csn as never, true).config.events).toBe(true)
+    } finally {
+      settings['data-pipeline'].federation = before
+    }
   })
 
   test('delegate inside a service: no storage, for the projection and views on it', async () => {

@@ -74,6 +74,16 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     }
   }
 
+  /** Every row of the entity matching a CQN `where` (event micro-batches, lib/events); retried like reads. */
+  async readWhere(where: unknown[]): Promise<DataRecord[]> {
+    const entity = this.entity
+    if (!entity || this.pipeline.config.source.query) throw new PipelineError('NOT_SUPPORTED', `pipeline '${this.pipeline.name}': a query-shape source cannot be read by key`, { target: 'events' })
+    const names = keyNames(entity)
+    const columns = this.columns ? [...new Set([...this.columns, ...names])] : dataElementNames(entity)
+    const query = ql.SELECT.from(entity.name).columns(...columns).where(where as never)
+    return (await withRetry(() => this.service!.run(query), this.pipeline.retry)) as DataRecord[]
+  }
+
   /** One ordered keyset page of an entity-shape read (subclasses for remote runners add counts). */
   protected async entityPage(entity: CsnEntity, columns: string[], request: PageRequest, counted = false): Promise<PageResult> {
     const query = this.pageQuery(entity, columns, request)

@@ -15,6 +15,7 @@ import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } f
 import { PipelineError } from '../../pipeline/errors.js'
 import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
+import { toODataFilter, type Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
 
@@ -110,6 +111,42 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     )
   }
 
+  /** The OData version of the source (`v4`, `v2`). */
+  get odataVersion(): ODataVersion {
+    return this.version
+  }
+
+  /** The CDS type of a source element (for literals). */
+  elementType(field: string): string | undefined {
+    return this.typeOf(field)
+  }
+
+  /**
+   * Every row matching a filter (event micro-batches, lib/events): `filter` is a predicate, or
+   * `$filter` text already encoded for the URL; `$select` of the columns the target needs; next
+   * links followed; retried like reads.
+   */
+  async readWhere(filter: Predicate | string, top?: number): Promise<DataRecord[]> {
+    const select = this.columns ? [...new Set([...this.columns, ...this.keys()])] : undefined
+    const base = odataQueryPath(this.entitySet, { select, top }, this.typeOf, this.version)
+    const text = typeof filter === 'string' ? filter : encodeURIComponent(toODataFilter(filter, this.typeOf, this.version))
+    return this.readAll(`${base}${base.includes('?') ? '&' : '?'}$filter=${text}`, select)
+  }
+
+  /** One read and the pages its next links lead to, retried like reads. */
+  private async readAll(path: string, select: string[] | undefined): Promise<DataRecord[]> {
+    const rows: DataRecord[] = []
+    let next: string | undefined = path
+    for (let first = true; next; first = false) {
+      const request: PageRequest = first ? { order: [], top: 0, count: false } : { order: [], top: 0, count: false, nextLink: next }
+      const url: string = next
+      const page = await withRetry(() => first ? this.fetchPath(url) : this.fetchPage(request, select), this.pipeline.retry)
+      rows.push(...page.records)
+      next = page.nextLink
+    }
+    return rows
+  }
+
   protected typeOf = (field: string): string | undefined => builtinType(this.entity?.elements[field])
 
   /** The relative URL of one page. */
@@ -129,7 +166,10 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   }
 
   protected async fetchPage(request: PageRequest, select: string[] | undefined): Promise<PageResult> {
-    const path = this.pageUrl(request, select)
+    return this.fetchPath(this.pageUrl(request, select))
+  }
+
+  protected async fetchPath(path: string): Promise<PageResult> {
     if (LOG._debug) LOG.debug('GET', path)
     const result = (await this.service!.send({ method: 'GET', path })) as RemoteResult | DataRecord
     if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} without a collection`)

@@ -1,0 +1,164 @@
+/**
+ * Coalescing per pipeline: a stored key schedules a drain after the window; the drain takes the
+ * oldest waiting keys (at most `maxBatch`), holds the pipeline's run guard for the micro-batch
+ * (without a run row: the tracker keeps aggregates instead, stats.ts), applies them and removes
+ * them. While a full or delta run holds the guard, the keys wait and the drain tries again after
+ * it, so a message arriving during a run is applied after that run. Instances sharing a database
+ * share the waiting keys and the guard: whichever instance holds the guard applies them, once.
+ */
+import cds from '@sap/cds'
+import { randomUUID } from 'node:crypto'
+import { describeError, type EventDispatcher, type PreparedPipeline } from '../engine/run.js'
+import type { Tracker } from '../engine/tracker.js'
+import { applyBatch } from './apply.js'
+import type { PendingKeys } from './store.js'
+import type { EventStats } from './stats.js'
+import type { ResolvedEvents } from './config.js'
+import { batchSpan } from './span.js'
+
+const LOG = cds.log('data-pipeline|events')
+/** Waits between attempts while a run holds the guard (doubling up to the maximum). */
+const BUSY_FIRST = 50
+const BUSY_MAX = 1000
+/** Waits before a failed micro-batch is tried again (doubling up to the maximum). */
+const FAILED_FIRST = 1000
+const FAILED_MAX = 30_000
+/** Attempts of a failing micro-batch (about two minutes with the pauses) before its keys are dropped. */
+const MAX_ATTEMPTS = 8
+
+const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
+
+export interface BatcherHost {
+  prepare(name: string): Promise<PreparedPipeline>
+  tracker: Tracker
+  dispatch: EventDispatcher
+  keys: PendingKeys
+  stats: EventStats
+}
+
+export class EventBatcher {
+  private timer?: NodeJS.Timeout
+  private draining?: Promise<void>
+  private again = false
+  private stopped = false
+  private failed = FAILED_FIRST
+  private attempts = 0
+
+  constructor(private readonly name: string, private readonly settings: ResolvedEvents, private readonly host: BatcherHost) {}
+
+  /** Keys were stored: drain after the window (a drain under way goes on with them). */
+  notify(delay = this.settings.window): void {
+    if (this.stopped) return
+    if (this.draining) {
+      this.again = true
+      return
+    }
+    if (this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.draining = this.drain().catch(async error => {
+        // the database failed (waiting keys unreadable): try again after a pause, the keys are safe where they are
+        LOG.error(`pipeline '${this.name}': event keys could not be drained: ${(error as Error).message}`)
+        await pause(this.failed)
+        this.failed = Math.min(FAILED_MAX, this.failed * 2)
+        this.again = true
+      }).finally(() => {
+        this.draining = undefined
+        if (this.again) {
+          this.again = false
+          this.notify()
+        }
+      })
+    }, delay)
+    this.timer.unref?.()
+  }
+
+  /** Resolves once nothing is scheduled or under way (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.timer || this.draining) await (this.draining ?? new Promise(resolve => setTimeout(resolve, 10)))
+  }
+
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  private reset(): void {
+    this.failed = FAILED_FIRST
+    this.attempts = 0
+  }
+
+  private async drain(): Promise<void> {
+    let busy = BUSY_FIRST
+    for (;;) {
+      if (this.stopped) return
+      const rows = await this.host.keys.take(this.name, this.settings.maxBatch)
+      if (!rows.length) return
+      const outcome = await this.applyGuarded(rows)
+      if (outcome === 'busy') {
+        // a run holds the pipeline: its keys wait for it to end
+        await pause(busy)
+        busy = Math.min(BUSY_MAX, busy * 2)
+        continue
+      }
+      busy = BUSY_FIRST
+      if (outcome === 'failed') {
+        if (++this.attempts >= MAX_ATTEMPTS) {
+          // never stuck behind a batch that keeps failing: its keys go, counted as skipped; the scheduled delta run catches their changes
+          LOG.error(`pipeline '${this.name}': an event batch of ${rows.length} keys failed ${this.attempts} times; its keys are dropped (counted as skipped), the next delta run catches their changes`)
+          await this.host.keys.remove(this.name, rows).catch(e => LOG.error(`pipeline '${this.name}': could not drop the failed keys: ${(e as Error).message}`))
+          this.host.stats.applied(this.name, 0, rows.length, [])
+          this.reset()
+          continue
+        }
+        // the keys stay and are tried again after a pause growing to FAILED_MAX (never a tight loop against the source)
+        await pause(this.failed)
+        this.failed = Math.min(FAILED_MAX, this.failed * 2)
+        continue
+      }
+      this.reset()
+      // a full batch: a backlog, go on at once; otherwise keys arriving meanwhile wait for a new window
+      if (rows.length < this.settings.maxBatch) return
+    }
+  }
+
+  private async applyGuarded(rows: Awaited<ReturnType<PendingKeys['take']>>): Promise<'applied' | 'busy' | 'failed'> {
+    const { tracker, keys, stats } = this.host
+    const batchId = randomUUID()
+    const before = await tracker.read(this.name)
+    let prepared: PreparedPipeline
+    try {
+      prepared = await this.host.prepare(this.name)
+      await tracker.acquire(this.name, batchId, prepared.pipeline.leaseDuration)
+    } catch (error) {
+      if ((error as { code?: string }).code === 'PIPELINE_RUNNING') return 'busy'
+      LOG.error(`pipeline '${this.name}': event batch not applied: ${(error as Error).message}`)
+      return 'failed'
+    }
+    const span = batchSpan(this.name, rows.length)
+    const status = before?.status === 'failed' ? 'failed' : 'idle'
+    try {
+      if (before?.enabled === false) {
+        // a disabled pipeline writes nothing: its keys are dropped and counted as skipped
+        await keys.remove(this.name, rows)
+        stats.applied(this.name, 0, rows.length, [])
+        span.end({ skipped: rows.length })
+        return 'applied'
+      }
+      const outcome = await applyBatch(prepared, rows, batchId, this.host.dispatch, tx => keys.remove(this.name, rows, tx))
+      const now = Date.now()
+      stats.applied(this.name, outcome.applied, outcome.skipped, rows.map(r => now - Date.parse(r.eventTime)))
+      span.end({ applied: outcome.applied, skipped: outcome.skipped, created: outcome.statistics.created, updated: outcome.statistics.updated, deleted: outcome.statistics.deleted })
+      if (LOG._debug) LOG.debug(`pipeline '${this.name}': event batch of ${rows.length} keys applied`, outcome.statistics)
+      return 'applied'
+    } catch (error) {
+      const failure = describeError(error, `pipeline '${this.name}'`)
+      LOG.error(`pipeline '${this.name}': event batch of ${rows.length} keys failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+      span.fail(failure.message)
+      return 'failed'
+    } finally {
+      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`pipeline '${this.name}': event batch could not release the guard: ${(e as Error).message}`))
+    }
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Event-driven replication (README "Event-driven replication"): per pipeline with `events`, the
+ * subscriptions (subscribe.ts), the waiting keys (store.ts), the coalescing drain (batcher.ts)
+ * and the statistics (stats.ts). The engine service owns one instance.
+ */
+import cds from '@sap/cds'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
+import type { Tracker } from '../engine/tracker.js'
+import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
+import { findEntity, keyNames } from '../model/csn.js'
+import { readsByKey } from './fetch.js'
+import { invalidConfig } from '../pipeline/errors.js'
+import { EventBatcher } from './batcher.js'
+import { PendingKeys } from './store.js'
+import { EventStats } from './stats.js'
+import { sourceKeys } from './apply.js'
+import { eventTimeOf, handlerHoldsOnlyConnection, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import type { ResolvedEvents, ResolvedTopic } from './config.js'
+
+export { eventsOf, resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
+
+const LOG = cds.log('data-pipeline|events')
+
+export interface EventsHost {
+  prepare(name: string): Promise<PreparedPipeline>
+  tracker: Tracker
+  dispatch: EventDispatcher
+}
+
+export class EventReplication {
+  readonly keys = new PendingKeys()
+  readonly stats = new EventStats()
+  private readonly batchers = new Map<string, EventBatcher>()
+
+  constructor(private readonly host: EventsHost) {}
+
+  /**
+   * Checks `events` against the model before the pipeline is registered, so a refused config
+   * leaves nothing behind: the messaging service must be configured, key mappings must name the
+   * source entity's keys (sources without a model entity are checked when subscribing).
+   */
+  check(config: PipelineConfig, events: ResolvedEvents): void {
+    const requires = cds.env.requires as unknown as Record<string, unknown>
+    const services = (cds as unknown as { services: Record<string, unknown> }).services
+    if (!requires[events.service] && !services[events.service])
+      throw invalidConfig('events.service', `'${events.service}' is not configured: add cds.requires.${events.service} (kind: local-messaging, file-based-messaging, redis-messaging, enterprise-messaging, …)`)
+    const { service, entity } = config.source ?? {}
+    if (!entity || config.source.adapter) return
+    const definition = (service && !entity.startsWith(`${service}.`) ? findEntity(`${service}.${entity}`) : undefined) ?? findEntity(entity)
+    if (!definition) return
+    const keys = keyNames(definition)
+    topicsOf(events, definition.name).forEach((topic, i) => keyPaths(topic, events.topics ? i : undefined, keys))
+  }
+
+  /** Subscribes a pipeline with `events` (once per pipeline) and drains keys a previous process left. */
+  async subscribe(pipeline: ResolvedPipeline, events: ResolvedEvents): Promise<void> {
+    if (this.batchers.has(pipeline.name)) return
+    const prepared = await this.host.prepare(pipeline.name)
+    const keys = sourceKeys(prepared)
+    const entity = prepared.source.entityDefinition()?.name ?? qualified(pipeline)
+    const topics = topicsOf(events, entity)
+    const paths = new Map(topics.map((topic, i) => [topic, keyPaths(topic, events.topics ? i : undefined, keys)]))
+    if (topics.some(t => t.action === 'upsert') && !readsByKey(prepared.source))
+      throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
+    const batcher = new EventBatcher(pipeline.name, events, { ...this.host, keys: this.keys, stats: this.stats })
+    this.batchers.set(pipeline.name, batcher)
+    let inHandlerTransaction = false
+    try {
+      const srv = await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message, inHandlerTransaction))
+      inHandlerTransaction = handlerHoldsOnlyConnection(srv)
+    } catch (error) {
+      this.batchers.delete(pipeline.name)
+      throw error
+    }
+    batcher.notify() // keys stored before a crash or restart
+  }
+
+  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage, inHandlerTransaction: boolean): Promise<void> {
+    const batcher = this.batchers.get(name)
+    if (!batcher) return
+    const { keys, unnamed } = keysOf(message, topic, paths)
+    const eventTime = eventTimeOf(message)
+    if (unnamed) {
+      LOG.warn(`pipeline '${name}': a message of '${topic.topic}' names no complete key (${Object.values(paths).join(', ')}); skipped`)
+      this.stats.applied(name, 0, unnamed, [])
+    }
+    this.stats.received(name, keys.length + unnamed, eventTime)
+    await this.keys.put(name, keys, eventTime, inHandlerTransaction)
+    // the keys are visible to a drain once the handler's transaction has committed: a drain after
+    // the window, and another once CAP reports the commit (a slow commit never strands a key)
+    batcher.notify()
+    const context = cds.context as { on?(event: string, fn: () => void): void } | undefined
+    if (typeof context?.on === 'function') context.on('succeeded', () => batcher.notify())
+  }
+
+  /** Resolves once the pipeline's (or every pipeline's) waiting keys are applied and the statistics written. */
+  async idle(name?: string): Promise<void> {
+    for (const [each, batcher] of this.batchers) if (!name || each === name) await batcher.idle()
+    await this.stats.flush()
+  }
+
+  stop(): void {
+    // counts not yet written are dropped: the database may be closing with the app
+    for (const batcher of this.batchers.values()) batcher.stop()
+    this.stats.stop()
+  }
+}
+
+function qualified(pipeline: ResolvedPipeline): string {
+  const { service, entity = '' } = pipeline.config.source
+  return service && !entity.startsWith(`${service}.`) ? `${service}.${entity}` : entity
+}

@@ -1,0 +1,134 @@
+/**
+ * Wiring a pipeline to CAP messaging: `cds.connect.to(events.service)` as the app configured it
+ * (local, file-based, Redis, Event Mesh with `format: 'cloudevents'`, `inboxed` or not) and
+ * `srv.on(topic, handler)` per topic. Nothing of a broker is written here. A handler stores the
+ * keys its message names (store.ts) and returns once they are stored, so CAP's inbox keeps the
+ * message until then.
+ */
+import cds from '@sap/cds'
+import { invalidConfig } from '../pipeline/errors.js'
+import { isListening } from '../lifecycle.js'
+import type { DataRecord } from '../pipeline/types.js'
+import type { EventAction, ResolvedEvents, ResolvedTopic } from './config.js'
+
+const LOG = cds.log('data-pipeline|events')
+
+/** What a handler gets from CAP: the message's data and headers (CloudEvents attributes with `format: 'cloudevents'`). */
+export interface InboundMessage {
+  event?: string
+  data?: unknown
+  headers?: Record<string, unknown>
+}
+
+export interface MessagingService {
+  name?: string
+  on(topic: string, handler: (message: InboundMessage) => unknown): unknown
+  subscribedTopics?: Map<string, string>
+  startListening?(): Promise<void> | void
+}
+
+/**
+ * Whether the service's inbox runs handlers inside the transaction that holds the task while that
+ * transaction holds the database's only connection (`inboxed` with cds 9's `legacyLocking`, on
+ * SQLite): a handler must then write in its own transaction, any other would wait forever.
+ */
+export function handlerHoldsOnlyConnection(srv: MessagingService): boolean {
+  const options = (srv as { options?: { inboxed?: unknown; inbox?: unknown } }).options
+  if (!options?.inboxed && !options?.inbox) return false
+  const facade = cds as unknown as { queued?(srv: unknown): { queued?: { legacyLocking?: boolean } }; db?: { options?: { pool?: { max?: number } } }; env: { requires: { queue?: { legacyLocking?: boolean } } } }
+  const legacyLocking = facade.queued?.(srv)?.queued?.legacyLocking ?? facade.env.requires.queue?.legacyLocking
+  return Boolean(legacyLocking) && facade.db?.options?.pool?.max === 1
+}
+
+/** One key named by a message, with what to do with it. */
+export interface MessageKey {
+  key: DataRecord
+  action: EventAction
+  payload?: DataRecord
+}
+
+
+/** The topics of a pipeline: as configured, or the provider's `<entity>.Created|Updated|Deleted` (CAP to CAP). */
+export function topicsOf(events: ResolvedEvents, sourceEntity: string): ResolvedTopic[] {
+  if (events.topics) return events.topics
+  return [
+    { topic: `${sourceEntity}.Created`, action: 'upsert' },
+    { topic: `${sourceEntity}.Updated`, action: 'upsert' },
+    { topic: `${sourceEntity}.Deleted`, action: 'delete' },
+  ]
+}
+
+/** Key element → payload path of a topic, checked against the source's keys (errors name the topic's key). */
+export function keyPaths(topic: ResolvedTopic, index: number | undefined, keys: string[]): Record<string, string> {
+  const at = index === undefined ? 'events' : `events.topics[${index}].key`
+  if (!keys.length) throw invalidConfig(at, 'needs a source with known key elements (import the provider\'s model)')
+  if (!topic.key) return Object.fromEntries(keys.map(k => [k, k]))
+  if ('' in topic.key) {
+    if (keys.length !== 1) throw invalidConfig(at, `names one payload field, but the source has the compound key ${keys.join(', ')}: map each { <key element>: '<payload field>' }`)
+    return { [keys[0]]: topic.key[''] }
+  }
+  for (const element of Object.keys(topic.key)) if (!keys.includes(element)) throw invalidConfig(`${at}.${element}`, `is not a key element of the source (its keys: ${keys.join(', ')})`)
+  const missing = keys.filter(k => !(k in topic.key!))
+  if (missing.length) throw invalidConfig(at, `does not map the key element(s) ${missing.join(', ')}`)
+  return topic.key
+}
+
+function valueAt(data: unknown, path: string): unknown {
+  let value: unknown = data
+  for (const part of path.split('.')) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined
+  return value
+}
+
+/** The keys a message names (one per record of its data; a data array names several), and the ones it cannot name. */
+export function keysOf(message: InboundMessage, topic: ResolvedTopic, paths: Record<string, string>): { keys: MessageKey[]; unnamed: number } {
+  const records = Array.isArray(message.data) ? message.data : [message.data]
+  const keys: MessageKey[] = []
+  let unnamed = 0
+  for (const record of records) {
+    const key: DataRecord = {}
+    for (const [element, path] of Object.entries(paths)) key[element] = valueAt(record, path)
+    if (Object.values(key).some(v => v === undefined || v === null || (typeof v === 'object'))) unnamed++
+    else keys.push({ key, action: topic.action, ...(topic.action === 'payload' ? { payload: record as DataRecord } : {}) })
+  }
+  return { keys, unnamed }
+}
+
+/** The message's time (CloudEvents `time`), else now: where its lag starts. */
+export function eventTimeOf(message: InboundMessage): string {
+  const time = message.headers?.time
+  const parsed = typeof time === 'string' ? Date.parse(time) : NaN
+  return new Date(Number.isNaN(parsed) || parsed > Date.now() ? Date.now() : parsed).toISOString()
+}
+
+/**
+ * Registers the handlers of one pipeline's topics on its messaging service. A service that
+ * already listens (a pipeline added after the server started) is asked to listen to the new
+ * topics only, through its own `startListening`.
+ */
+export async function subscribeTopics(name: string, events: ResolvedEvents, topics: ResolvedTopic[], handler: (topic: ResolvedTopic, message: InboundMessage) => Promise<void>): Promise<MessagingService> {
+  let srv: MessagingService
+  try {
+    srv = (await cds.connect.to(events.service)) as unknown as MessagingService
+  } catch (error) {
+    throw invalidConfig('events.service', `'${events.service}' cannot be connected (${(error as Error).message}); configure it under cds.requires as a messaging service`)
+  }
+  if (typeof srv?.on !== 'function') throw invalidConfig('events.service', `'${events.service}' is not a messaging service`)
+  const before = new Set(srv.subscribedTopics?.keys() ?? [])
+  for (const topic of topics) srv.on(topic.topic, message => handler(topic, message))
+  if (isListening() && typeof srv.startListening === 'function' && srv.subscribedTopics) {
+    const all = srv.subscribedTopics
+    const added = new Map([...all].filter(([name]) => !before.has(name)))
+    if (added.size) {
+      srv.subscribedTopics = added
+      let started: Promise<void> | void
+      try {
+        started = srv.startListening() // takes its topics synchronously
+      } finally {
+        srv.subscribedTopics = all
+      }
+      await started
+    }
+  }
+  LOG.info(`pipeline '${name}': subscribed to ${topics.map(t => `'${t.topic}'`).join(', ')} on '${events.service}'`)
+  return srv
+}
