@@ -10,6 +10,7 @@ import { registerLogRedaction } from './lib/security/redact.js'
 import { registerFederation } from './lib/federation/index.js'
 import { registerTenancy } from './lib/tenancy/index.js'
 import { registerTelemetry } from './lib/telemetry/index.js'
+import { registerPublish } from './lib/publish/index.js'
 
 registerLifecycle()
 registerManagementModel()
@@ -19,3 +20,4 @@ registerLogRedaction()
 registerFederation()
 registerTenancy()
 registerTelemetry()
+registerPublish()

@@ -17,6 +17,7 @@ export const LOGGER = {
   schedule: 'data-pipeline|schedule',
   tenancy: 'data-pipeline|tenancy',
   federation: 'federation',
+  emit: 'data-pipeline|emit',
 } as const
 
 export const EVENTS = {
@@ -105,6 +106,17 @@ export const ANNOTATIONS = {
   enhanced: '@federation.$enhanced',
   persistenceTable: '@cds.persistence.table',
   persistenceSkip: '@cds.persistence.skip',
+  /** Provider side of event-driven replication: emit `<entity>.<Created|Updated|Deleted>` with the keys (lib/publish). */
+  emit: '@federation.emit',
+} as const
+/** `@federation.emit`: the messaging service of a bare annotation, and the topic suffixes per change. */
+export const EMIT = {
+  defaultService: 'messaging',
+  created: 'Created',
+  updated: 'Updated',
+  deleted: 'Deleted',
+  /** Keys per existence check / key read of a bulk change. */
+  keyChunk: 500,
 } as const
 /**
  * What `@federated` alone means: `@federation.replicate` with these options (override under

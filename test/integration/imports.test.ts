@@ -32,7 +32,7 @@ describe('external APIs are the real cds import of the real providers', () => {
     // the tool's own output (its checksum header, @cds.persistence.skip, not null keys…), not a look-alike
     expect(imported).toMatch(/^\/\* checksum : [0-9a-f]{32} \*\/\n/)
     expect(imported).toContain(`service ${entry.service} {`)
-    expect(committed, `${file} differs from \`cds import\` of ${entry.path}/$metadata served by ${entry.provider} — run \`npm run import:fixtures\`, never edit it by hand`).toBe(imported)
+    expect(committed, `${file} differs from \`cds import\` of ${entry.edmx ?? `${entry.path}/$metadata served by ${entry.provider}`} — run \`npm run import:fixtures\`, never edit it by hand`).toBe(imported)
   })
 
   test('cds import writes only the .cds file (no EDMX copy, no package.json change)', () => {

@@ -1,0 +1,374 @@
+#!/usr/bin/env node
+/**
+ * Event-driven replication benchmark (issue 23; never part of `npm test`): a provider CAP app with
+ * `@federation.emit` (test/fixtures/emit-provider) and consumer instances replicating its orders
+ * (test/fixtures/emit-consumer, pipeline with `events: 'messaging'` and a delta on modifiedAt), each
+ * in its own process, on CAP's redis-messaging and the real Redis (127.0.0.1:6379, a topic prefix
+ * of their own).
+ *
+ * Phases, each with a fresh provider (file SQLite, seeded with BENCH_EVENTS_ROWS orders written
+ * straight into its database) and fresh consumers (a full copy first, then the clock starts):
+ *   rate <r>   one consumer on a SQLite file; a driver changes r orders per second for
+ *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, each
+ *              emitting its own message; orders round-robin over the seeded ones). Latency of a change:
+ *              from the driver's answer (the change committed) until the consumer's replica holds that
+ *              change or a later one (the consumer polls its replica every 20 ms for the orders it waits
+ *              for over a database connection of its own, so figures carry up to ~20 ms of polling);
+ *              p50/p95 over all changes. Provider
+ *              requests per change: the provider's requests other than the driver's, over the changes.
+ *   drop       as `rate`, at BENCH_EVENTS_DROP_RATE, the provider dropping every 20th message (5%):
+ *              changes missing once the events settled, then after one safety-net delta run.
+ *   pg 1 / 3   one and three consumer instances on one PostgreSQL database at BENCH_EVENTS_PG_RATE:
+ *              provider requests per change (three instances each receive every message).
+ *
+ * Environment: BENCH_EVENTS_SECONDS=60, BENCH_EVENTS_RATES=10,100,1000, BENCH_EVENTS_ROWS=20000,
+ * BENCH_EVENTS_DROP_RATE=100, BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL),
+ * BENCH_EVENTS_WINDOW (the consumer's events.window, default the plugin's), BENCH_VERBOSE=1,
+ * BENCH_EVENTS_QUEUE_CHUNK=500 (the provider's cds.requires.queue.chunkSize; CAP's default is 10),
+ * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
+ * Output: a table, and bench/results/latest.json (key `events`).
+ */
+import { fork } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createPgDatabase, deployApp, dropPgDatabase, postgresConfig, startChild } from './helpers.mjs'
+
+const SELF = fileURLToPath(import.meta.url)
+const HERE = path.dirname(SELF)
+const ROOT = path.resolve(HERE, '..')
+const RESULTS = path.join(HERE, 'results', 'latest.json')
+const PROVIDER_DIR = path.join(ROOT, 'test/fixtures/emit-provider')
+const CONSUMER_DIR = path.join(ROOT, 'test/fixtures/emit-consumer')
+const PIPELINE = 'orders'
+const TICK = 50
+const POLL = 20
+const DROP_EVERY = 20
+
+const env = (name, fallback) => process.env[name] ?? fallback
+const SECONDS = Number(env('BENCH_EVENTS_SECONDS', 60))
+const RATES = env('BENCH_EVENTS_RATES', '10,100,1000').split(',').map(Number).filter(Boolean)
+const ROWS = Number(env('BENCH_EVENTS_ROWS', 20_000))
+const DROP_RATE = Number(env('BENCH_EVENTS_DROP_RATE', 100))
+const PG_RATE = Number(env('BENCH_EVENTS_PG_RATE', 100))
+const WINDOW = process.env.BENCH_EVENTS_WINDOW
+/** CAP's `cds.requires.queue.chunkSize` on the provider: messages its outbox sends per round (CAP's default 10 caps a provider at a few hundred messages per second). */
+const QUEUE_CHUNK = Number(env('BENCH_EVENTS_QUEUE_CHUNK', 500))
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
+const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
+
+if (process.argv[2] === '--worker') await worker()
+else await main()
+
+// ---------------------------------------------------------------------------------------------
+// orchestrator
+
+async function main() {
+  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging`)
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
+  const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
+  try {
+    for (const rate of RATES) {
+      const phase = await measure({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
+      result.rates.push(phase)
+    }
+    result.drop = await measure({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
+    if (env('BENCH_EVENTS_PG', '1') !== '0') {
+      result.postgres = {
+        one: await measure({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
+        three: await measure({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }),
+      }
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true })
+  }
+  report(result)
+  await mkdir(path.dirname(RESULTS), { recursive: true })
+  const previous = await readFile(RESULTS, 'utf8').then(JSON.parse, () => ({}))
+  await writeFile(RESULTS, JSON.stringify({ ...previous, events: { date: new Date().toISOString(), ...result } }, null, 2))
+}
+
+function report(result) {
+  const check = ok => (ok === true ? '✓' : '✗')
+  console.log('\nchange → replica latency (Redis, provider and consumer in separate processes)')
+  for (const r of result.rates) {
+    const target = r.rate >= 1000 ? 2000 : r.rate >= 100 ? 1000 : undefined
+    const requestsTarget = r.rate >= 1000 ? ` ${check(r.requestsPerChange <= 0.05)} (≤ 0.05)` : ''
+    console.log(`  ${String(r.rate).padStart(5)}/s (achieved ${r.achievedRate}/s): p50 ${r.p50} ms, p95 ${r.p95} ms${target ? ` ${check(r.p95 !== null && r.p95 <= target)} (p95 ≤ ${target})` : ''}; ${r.requestsPerChange} provider requests per change${requestsTarget}; ${r.lost} lost`)
+  }
+  if (result.drop) {
+    const d = result.drop
+    console.log(`  5% dropped (${d.dropped} of ${d.emitted} messages): ${d.missingBeforeDelta} changes missing after the events, ${d.missingAfterDelta} after one delta run ${check(d.missingAfterDelta === 0)}`)
+  }
+  if (result.postgres) {
+    const { one, three } = result.postgres
+    console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; p95 ${one.p95} / ${three.p95} ms`)
+  }
+}
+
+/** One phase: fresh provider and consumers, the full copy, then `rate` changes per second for SECONDS. */
+async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
+  console.log(`${label} …`)
+  const prefix = `bench-events-${process.pid}-${Math.random().toString(36).slice(2, 8)}/`
+  const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
+  const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
+  await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
+  const provider = await startChild([createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
+    cwd: PROVIDER_DIR,
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), CDS_CONFIG: JSON.stringify({ requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK } } }) },
+    ready: /server listening on \{ url: '([^']+)'/,
+    name: 'emit-provider',
+  })
+  const consumerDb = await consumerDatabase(tmp, db)
+  const workers = []
+  try {
+    await post(provider.url, '/odata/v4/provider/seed', { count: ROWS })
+    const config = { requires: { db: consumerDb.config, messaging, ProviderService: { credentials: { url: `${provider.url}/odata/v4/provider` } } }, ...(db === 'postgres' ? { sql: { dialect: 'postgres' } } : {}) }
+    for (let i = 0; i < instances; i++) workers.push(await startWorker({ config, fullCopy: i === 0, expected: ROWS }))
+    await post(provider.url, '/control/reset', {})
+
+    const { changes, achievedRate, failedChanges } = await drive(provider.url, rate, workers)
+    const settled = await settle(workers, changes, dropEvery ? 5_000 : 30_000)
+    const stats = await (await fetch(`${provider.url}/control/stats`)).json()
+    const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
+    const phase = {
+      rate, achievedRate, changes: changes.length, failedChanges, instances, db,
+      p50: round(quantile(latencies, 0.5)), p95: round(quantile(latencies, 0.95)), max: round(Math.max(...latencies)),
+      requestsPerChange: round(stats.requests / changes.length, 4), providerRequests: stats.requests,
+      emitted: stats.emitted, dropped: stats.dropped, lost: settled.missing,
+    }
+    if (dropEvery) {
+      phase.missingBeforeDelta = settled.missing
+      await workers[0].ask({ type: 'delta' })
+      phase.missingAfterDelta = (await missing(workers[0], changes)).length
+      phase.lost = phase.missingAfterDelta
+    }
+    console.log(`  ${JSON.stringify(phase)}`)
+    return phase
+  } finally {
+    for (const w of workers) await w.stop()
+    await provider.stop()
+    await consumerDb.drop()
+  }
+}
+
+async function consumerDatabase(tmp, kind) {
+  if (kind === 'sqlite') {
+    const config = { kind: 'sqlite', credentials: { url: path.join(tmp, `consumer-${Date.now()}.sqlite`) } }
+    await deployApp(CONSUMER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: config } }) })
+    return { config, drop: async () => {} }
+  }
+  const name = await createPgDatabase(`bench_events_${process.pid}_${Math.random().toString(36).slice(2, 8)}`)
+  const config = postgresConfig(name)
+  await deployApp(CONSUMER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: config }, sql: { dialect: 'postgres' } }) })
+  return { config, drop: () => dropPgDatabase(name) }
+}
+
+async function post(base, url, data) {
+  const response = await fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+  if (!response.ok) throw new Error(`POST ${url}: ${response.status} ${await response.text()}`)
+}
+
+/**
+ * The driver: every TICK ms one provider request changing rate·TICK/1000 orders (fractions carried
+ * over), without waiting for the previous tick (at most 8 in flight); every change remembered with
+ * the time its request answered, and handed to the consumers' pollers.
+ */
+async function drive(base, rate, workers) {
+  const changes = []
+  let seq = 1, next = 0, due = 0, inFlight = 0, last = Date.now(), failed = 0
+  const started = Date.now()
+  const ticks = []
+  for (let tick = 0; Date.now() - started < SECONDS * 1000; tick++) {
+    const wait = started + tick * TICK - Date.now()
+    if (wait > 0) await sleep(wait)
+    due += (rate * TICK) / 1000
+    const n = Math.floor(due)
+    if (!n || inFlight >= 8) continue
+    due -= n
+    const IDs = Array.from({ length: n }, () => (next++ % ROWS) + 1)
+    const from = seq
+    seq += n
+    inFlight++
+    ticks.push(post(base, '/odata/v4/provider/touch', { IDs, from }).catch(error => {
+      failed += IDs.length // not expected: the driver does not know whether they committed
+      if (failed === IDs.length) console.error(`  a change request failed: ${error.cause?.message ?? error.message}`)
+      throw Object.assign(error, { counted: true })
+    }).then(() => {
+      const committed = Date.now()
+      last = committed
+      const batch = IDs.map((ID, i) => ({ ID, seq: from + i, committed }))
+      changes.push(...batch)
+      for (const w of workers) w.expect(batch)
+    }).finally(() => { inFlight-- }))
+  }
+  await Promise.allSettled(ticks)
+  const elapsed = (last - started) / 1000
+  // a failed request's changes are not expected (a replica at or past a change counts it as present either way)
+  return { changes, achievedRate: round(changes.length / elapsed), failedChanges: failed }
+}
+
+/** Waits until every change arrived (or nothing arrived for `idle` ms); the changes still missing. */
+async function settle(workers, changes, idle) {
+  const deadline = Date.now() + 120_000
+  const bySeq = new Map(changes.map(c => [c.seq, c]))
+  let count = -1, since = Date.now()
+  for (;;) {
+    // a change counts as arrived when the first instance's replica shows it (all instances share one database)
+    for (const w of workers) for (const [seq, at] of w.arrivals.splice(0)) { const c = bySeq.get(seq); if (c && (!c.arrived || at < c.arrived)) c.arrived = at }
+    const arrived = changes.filter(c => c.arrived).length
+    if (arrived === changes.length) break
+    if (arrived !== count) { count = arrived; since = Date.now() }
+    if (Date.now() - since > idle || Date.now() > deadline) break
+    await sleep(100)
+  }
+  return { missing: (await missing(workers[0], changes)).length }
+}
+
+/** Changes whose order's replica row holds neither them nor a later change. */
+async function missing(worker, changes) {
+  const rows = new Map((await worker.ask({ type: 'rows' })).map(r => [r.ID, r.seq ?? 0]))
+  const last = new Map()
+  for (const c of changes) last.set(c.ID, Math.max(last.get(c.ID) ?? 0, c.seq))
+  return [...last].filter(([ID, seq]) => (rows.get(ID) ?? 0) < seq)
+}
+
+/** A consumer instance in its own process; `arrivals`: [seq, time] of changes its replica showed. */
+function startWorker(options) {
+  const child = fork(SELF, ['--worker'], {
+    cwd: CONSUMER_DIR,
+    execArgv: ['--disable-warning=ExperimentalWarning'],
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', CDS_CONFIG: JSON.stringify(options.config), BENCH_OPTIONS: JSON.stringify({ ...options, config: undefined }) },
+    stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'ignore', 'inherit', 'ipc'],
+  })
+  const exited = new Promise(resolve => child.on('exit', resolve))
+  const arrivals = []
+  const answers = new Map()
+  let asked = 0
+  return new Promise((resolve, reject) => {
+    child.on('message', message => {
+      if (message.type === 'arrived') arrivals.push(...message.arrivals)
+      if (message.type === 'answer') { answers.get(message.id)?.(message.value); answers.delete(message.id) }
+      if (message.type === 'failed') reject(new Error(`consumer: ${message.message}`))
+      if (message.type !== 'ready') return
+      resolve({
+        arrivals,
+        expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
+        ask: question => new Promise(answer => { const id = ++asked; answers.set(id, answer); child.send({ ...question, id }) }),
+        stop: async () => { stopping = true; if (child.connected) child.send({ type: 'stop' }); await exited },
+      })
+    })
+    let stopping = false
+    child.on('exit', (code, signal) => {
+      if (!stopping) console.error(`  consumer ${child.pid} exited unexpectedly (${signal ?? code})`)
+      reject(new Error(`consumer exited with ${signal ?? code}`))
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// consumer worker (in test/fixtures/emit-consumer)
+
+async function worker() {
+  const { fullCopy, expected } = JSON.parse(process.env.BENCH_OPTIONS)
+  const cds = createRequire(path.join(CONSUMER_DIR, 'package.json'))('@sap/cds')
+  const { SELECT } = cds.ql
+  try {
+    const { server } = await cds.exec('--port', '0')
+    const engine = await cds.connect.to('data-pipeline')
+    const events = WINDOW ? { service: 'messaging', window: WINDOW } : 'messaging'
+    await engine.addPipeline({
+      name: PIPELINE,
+      source: { service: 'ProviderService', entity: 'Orders' },
+      target: { entity: 'emitconsumer.Orders' },
+      delta: { field: 'modifiedAt' },
+      ...(process.env.BENCH_EVENTS_OFF === '1' ? {} : { events }),
+    })
+    if (fullCopy) {
+      const outcome = await (await engine.execute(PIPELINE, { mode: 'full' })).done
+      if (outcome.status !== 'completed') throw new Error(`full copy: ${outcome.status}`)
+    } else {
+      // the first instance copies; the others start once the replica is complete
+      const until = Date.now() + 120_000
+      while ((await cds.run(SELECT.one.from('emitconsumer.Orders').columns('count(1) as n'))).n < expected) {
+        if (Date.now() > until) throw new Error('the full copy did not arrive')
+        await sleep(200)
+      }
+    }
+    const waiting = new Map() // ID → the change numbers expected for it
+    const read = replicaReader(cds.env.requires.db)
+    const poll = setInterval(() => { pollOnce(read, waiting).catch(error => console.error('poll failed', error)) }, POLL)
+    process.on('message', async message => {
+      if (message.type === 'expect') for (const [ID, seq] of message.batch) waiting.set(ID, [...(waiting.get(ID) ?? []), seq])
+      if (message.type === 'rows') process.send({ type: 'answer', id: message.id, value: await cds.run(SELECT.from('emitconsumer.Orders').columns('ID', 'seq')) })
+      if (message.type === 'delta') {
+        const outcome = await (await engine.execute(PIPELINE, { mode: 'delta' })).done
+        process.send({ type: 'answer', id: message.id, value: outcome.status })
+      }
+      if (message.type === 'stop') {
+        clearInterval(poll)
+        await new Promise(resolve => server.close(resolve))
+        process.exit(0)
+      }
+    })
+    process.send({ type: 'ready' })
+  } catch (error) {
+    process.send({ type: 'failed', message: error.stack ?? String(error) })
+    process.exit(1)
+  }
+}
+
+/**
+ * Reads replica rows by ID over a connection of its own (not CAP's pool, which the consumer's work
+ * needs: with SQLite it holds one connection).
+ */
+function replicaReader(db) {
+  const require = createRequire(path.join(CONSUMER_DIR, 'package.json'))
+  if (db.kind === 'sqlite') {
+    const { DatabaseSync } = require('node:sqlite')
+    const connection = new DatabaseSync(db.credentials.url, { readOnly: true })
+    const statements = new Map()
+    return async IDs => {
+      if (!statements.has(IDs.length)) statements.set(IDs.length, connection.prepare(`SELECT ID, seq FROM emitconsumer_Orders WHERE ID IN (${IDs.map(() => '?').join(',')})`))
+      return statements.get(IDs.length).all(...IDs)
+    }
+  }
+  const { Client } = require('pg')
+  const client = new Client(db.credentials)
+  const connected = client.connect()
+  return async IDs => {
+    await connected
+    return (await client.query('SELECT id AS "ID", seq FROM emitconsumer_orders WHERE id = ANY($1)', [IDs])).rows
+  }
+}
+
+let polling = false
+/** Reads the replica rows of the orders with expected changes; reports each change that arrived. */
+async function pollOnce(read, waiting) {
+  if (polling || !waiting.size) return
+  polling = true
+  try {
+    const IDs = [...waiting.keys()]
+    const arrivals = []
+    for (let i = 0; i < IDs.length; i += 500) {
+      const rows = await read(IDs.slice(i, i + 500))
+      const at = Date.now()
+      for (const { ID, seq } of rows) {
+        const pending = waiting.get(ID) ?? []
+        const done = pending.filter(s => s <= (seq ?? 0))
+        if (!done.length) continue
+        for (const s of done) arrivals.push([s, at])
+        const rest = pending.filter(s => s > (seq ?? 0))
+        if (rest.length) waiting.set(ID, rest)
+        else waiting.delete(ID)
+      }
+    }
+    if (arrivals.length) process.send({ type: 'arrived', arrivals })
+  } finally {
+    polling = false
+  }
+}

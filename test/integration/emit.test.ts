@@ -1,0 +1,157 @@
+/**
+ * `@federation.emit` (issue 23 point 5, provider side): a provider CAP app that uses the plugin
+ * emits `<entity>.<Created|Updated|Deleted>` with the keys and a `time` header on its messaging
+ * service after every committed change, and a plain CAP subscriber (no plugin) receives them —
+ * both real apps in child processes on CAP's redis-messaging and the real Redis.
+ */
+import path from 'node:path'
+import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
+import { messagingConfig, startSubscriber, uniquePrefix, type Received, type Subscriber } from '../helpers/emit'
+
+const ENTITY = 'ProviderService.Orders'
+const LINES = 'ProviderService.Lines'
+const TOPICS = [
+  ...['Created', 'Updated', 'Deleted'].flatMap(suffix => [`${ENTITY}.${suffix}`, `${LINES}.${suffix}`]),
+  'ProviderService.Notes.Created',
+  ...['Created', 'Updated', 'Deleted'].map(suffix => `ProviderService.Articles.${suffix}`),
+]
+
+let provider: RunningApp
+let subscriber: Subscriber
+const prefix = uniquePrefix('emit')
+
+beforeAll(async () => {
+  subscriber = await startSubscriber(prefix, TOPICS)
+  provider = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: messagingConfig(prefix) } })
+})
+afterAll(async () => {
+  await provider?.stop()
+  await subscriber?.stop()
+})
+
+async function call(method: string, url: string, body?: object, app = provider): Promise<{ status: number; data: any }> {
+  const response = await fetch(`${app.url}/odata/v4/provider/${url}`, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  const text = await response.text()
+  return { status: response.status, data: text ? JSON.parse(text) : undefined }
+}
+async function ok(method: string, url: string, body?: object, app = provider): Promise<any> {
+  const { status, data } = await call(method, url, body, app)
+  if (status >= 300) throw new Error(`${method} ${url}: ${status} ${JSON.stringify(data)}`)
+  return data
+}
+
+const is = (event: string, keys: Record<string, unknown>) => (m: Received) =>
+  m.event === event && JSON.stringify(m.data) === JSON.stringify(keys)
+const messagesFor = async (event: string, keys: Record<string, unknown>) => (await subscriber.received()).filter(is(event, keys))
+
+describe('@federation.emit on a provider app', () => {
+  test('create, update and delete emit Created, Updated, Deleted with the keys and the change time', async () => {
+    const created = await ok('POST', 'Orders', { ID: 1, status: 'open', amount: 10 })
+    const message = await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 1 }), 'Orders.Created')
+    expect(message.headers.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    // the time of the change: the same timestamp CAP writes into managed fields
+    expect(message.headers.time).toBe(created.modifiedAt)
+
+    const updated = await ok('PATCH', 'Orders(1)', { status: 'paid' })
+    const update = await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 1 }), 'Orders.Updated')
+    expect(update.headers.time).toBe(updated.modifiedAt)
+
+    await ok('DELETE', 'Orders(1)')
+    const deleted = await subscriber.waitFor(is(`${ENTITY}.Deleted`, { ID: 1 }), 'Orders.Deleted')
+    expect(Date.parse(String(deleted.headers.time))).toBeGreaterThanOrEqual(Date.parse(update.headers.time as string))
+  })
+
+  test('only the keys are sent: hidden, @cds.api.ignore and personal fields never are', async () => {
+    await ok('POST', 'Orders', { ID: 2, status: 'open', secret: 'hidden value', taxId: 'DE123' })
+    await ok('PATCH', 'Orders(2)', { secret: 'another hidden value', taxId: 'DE456' })
+    const created = await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 2 }), 'Orders.Created of 2')
+    const updated = await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 2 }), 'Orders.Updated of 2')
+    for (const message of [created, updated]) {
+      expect(Object.keys(message.data)).toEqual(['ID'])
+      expect(JSON.stringify(message)).not.toMatch(/hidden value|DE123|DE456|secret|taxId|internal/)
+    }
+  })
+
+  test('compound keys are sent by element name', async () => {
+    await ok('POST', 'Lines', { orderID: 7, pos: 2, quantity: 3 })
+    await ok('PATCH', 'Lines(orderID=7,pos=2)', { quantity: 4 })
+    await ok('DELETE', 'Lines(orderID=7,pos=2)')
+    for (const suffix of ['Created', 'Updated', 'Deleted'])
+      await subscriber.waitFor(is(`${LINES}.${suffix}`, { orderID: 7, pos: 2 }), `Lines.${suffix}`)
+  })
+
+  test('a rolled-back change emits nothing', async () => {
+    await ok('POST', 'Orders', { ID: 3, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 3 }), 'Orders.Created of 3')
+    const failed = await call('POST', 'updateThenFail', { ID: 3, status: 'never' })
+    expect(failed.status).toBe(409)
+    expect((await ok('GET', 'Orders(3)')).status).toBe('open')
+    // a later committed change of another row arrives: had the failed one been emitted, it would have been first
+    await ok('POST', 'Orders', { ID: 4, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 4 }), 'Orders.Created of 4')
+    expect(await messagesFor(`${ENTITY}.Updated`, { ID: 3 })).toEqual([])
+  })
+
+  test('a bulk update and a bulk delete with a where emit one message per affected key', async () => {
+    for (const ID of [10, 11, 12, 13]) await ok('POST', 'Orders', { ID, status: ID === 13 ? 'other' : 'bulk' })
+    await ok('POST', 'setStatus', { from: 'bulk', to: 'bulk-done' })
+    for (const ID of [10, 11, 12]) await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID }), `Orders.Updated of ${ID}`)
+    await ok('POST', 'deleteByStatus', { status: 'bulk-done' })
+    for (const ID of [10, 11, 12]) await subscriber.waitFor(is(`${ENTITY}.Deleted`, { ID }), `Orders.Deleted of ${ID}`)
+    // the row the where did not match: created, nothing else
+    await ok('DELETE', 'Orders(13)')
+    await subscriber.waitFor(is(`${ENTITY}.Deleted`, { ID: 13 }), 'Orders.Deleted of 13')
+    expect(await messagesFor(`${ENTITY}.Updated`, { ID: 13 })).toEqual([])
+    for (const ID of [10, 11, 12]) expect(await messagesFor(`${ENTITY}.Updated`, { ID })).toHaveLength(1)
+  })
+
+  test('an upsert emits Created for a new row and Updated for an existing one', async () => {
+    await ok('POST', 'upsertOrder', { ID: 20, status: 'new' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 20 }), 'Orders.Created of 20 (upsert)')
+    await ok('POST', 'upsertOrder', { ID: 20, status: 'again' })
+    await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 20 }), 'Orders.Updated of 20 (upsert)')
+    expect(await messagesFor(`${ENTITY}.Created`, { ID: 20 })).toHaveLength(1)
+  })
+
+  test('a draft-enabled entity emits on activation, never for draft edits', async () => {
+    const ARTICLES = 'ProviderService.Articles'
+    const { ID } = await ok('POST', 'Articles', { title: 'draft' })
+    await ok('PATCH', `Articles(ID=${ID},IsActiveEntity=false)`, { title: 'still a draft' })
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=false)/ProviderService.draftActivate`, {})
+    const created = await subscriber.waitFor(is(`${ARTICLES}.Created`, { ID }), 'Articles.Created on activation')
+    expect(Object.keys(created.data)).toEqual(['ID']) // not IsActiveEntity
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=true)/ProviderService.draftEdit`, { PreserveChanges: true })
+    await ok('PATCH', `Articles(ID=${ID},IsActiveEntity=false)`, { title: 'edited' })
+    await ok('POST', `Articles(ID=${ID},IsActiveEntity=false)/ProviderService.draftActivate`, {})
+    await subscriber.waitFor(is(`${ARTICLES}.Updated`, { ID }), 'Articles.Updated on activation')
+    expect((await subscriber.received()).filter(m => m.event.startsWith(ARTICLES))).toHaveLength(2)
+  })
+
+  test('an entity without the annotation emits nothing', async () => {
+    await ok('POST', 'Notes', { ID: 1, text: 'quiet' })
+    await ok('POST', 'Orders', { ID: 30, status: 'marker' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 30 }), 'Orders.Created of 30')
+    expect((await subscriber.received()).filter(m => m.event.startsWith('ProviderService.Notes'))).toEqual([])
+  })
+})
+
+describe('@federation.emit on a messaging service without the outbox (outboxed: false)', () => {
+  let direct: RunningApp
+  beforeAll(async () => {
+    direct = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: messagingConfig(prefix, { outboxed: false }) } })
+  })
+  afterAll(async () => { await direct?.stop() })
+
+  test('emits after the commit all the same, and nothing for a rolled-back change', async () => {
+    await ok('POST', 'Orders', { ID: 100, status: 'open' }, direct)
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 100 }), 'Orders.Created of 100')
+    expect((await call('POST', 'updateThenFail', { ID: 100, status: 'never' }, direct)).status).toBe(409)
+    await ok('PATCH', 'Orders(100)', { status: 'paid' }, direct)
+    await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 100 }), 'Orders.Updated of 100')
+    expect(await messagesFor(`${ENTITY}.Updated`, { ID: 100 })).toHaveLength(1)
+  })
+})
