@@ -29,8 +29,8 @@ export interface ConfigView {
   meta: { scheduleLiveChangeSupported: boolean; overridablePaths: string[]; tenant?: string; tenantOverridablePaths?: string[] }
   /** The tenant's own settings of this pipeline, when the view is a tenant's. */
   tenantOverrides?: Overrides
-  /** The effective `events` (defaults filled in), read-only; null for a pipeline without events. */
-  events: EventsView | null
+  /** The effective `events` (defaults filled in), read-only; only for a pipeline with events. */
+  events?: EventsView
 }
 
 /** The effective `events` as shown: a single key as its payload field name, as written in the config. */
@@ -136,6 +136,6 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
       ...(options.tenant ? { tenant: options.tenant, tenantOverridablePaths: [...MULTITENANCY.tenantOverridable] } : {}),
     },
     ...(options.tenant ? { tenantOverrides: tenantOwn ?? {} } : {}),
-    events,
+    ...(events ? { events } : {}),
   }
 }
