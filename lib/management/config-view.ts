@@ -7,6 +7,7 @@ import { serializable } from '../engine/config.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
 import { scheduleLabel } from '../engine/schedule.js'
+import { eventsOf, type ResolvedEvents } from '../events/config.js'
 
 export interface ConfigField {
   path: string
@@ -28,6 +29,24 @@ export interface ConfigView {
   meta: { scheduleLiveChangeSupported: boolean; overridablePaths: string[]; tenant?: string; tenantOverridablePaths?: string[] }
   /** The tenant's own settings of this pipeline, when the view is a tenant's. */
   tenantOverrides?: Overrides
+  /** The effective `events` (defaults filled in), read-only; only for a pipeline with events. */
+  events?: EventsView
+}
+
+/** The effective `events` as shown: a single key as its payload field name, as written in the config. */
+export type EventsView = Omit<ResolvedEvents, 'topics'> & { topics?: Array<{ topic: string; action: string; key?: string | Record<string, string> }> }
+
+/** `events` as the engine resolved it (service, topics, window and maxBatch with their defaults); null without events. */
+export function eventsView(config: PipelineConfig): EventsView | null {
+  try {
+    const events = eventsOf(config)
+    if (!events) return null
+    // a single key is written as its payload field, as in the config (internally keyed by '')
+    const topics = events.topics?.map(({ key, ...topic }) => ({ ...topic, ...(key ? { key: Object.keys(key).length === 1 && '' in key ? key[''] : key } : {}) }))
+    return { ...events, ...(topics ? { topics } : {}) }
+  } catch {
+    return null // (registered configs were checked at addPipeline)
+  }
 }
 
 /** Dotted paths of a JSON value's leaves. */
@@ -88,7 +107,11 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
   const codedFlat = flatten(base)
   const effectiveFlat = { ...flatten(effectiveConfig), ...resolvedValues(effective) }
   const tenantOwn = options.tenant ? options.tenantOverrides : undefined
-  const paths = new Set<string>([...OVERRIDABLE_PATHS, ...Object.keys(codedFlat).filter(p => !p.startsWith('schedule.'))])
+  const events = eventsView(effective.config)
+  // the effective events settings, one field each (`events: true` codes none of them)
+  if (events) Object.assign(effectiveFlat, { 'events.service': events.service, 'events.topics': events.topics ?? null, 'events.window': events.window, 'events.maxBatch': events.maxBatch })
+  const eventPaths = events ? ['events.service', 'events.topics', 'events.window', 'events.maxBatch'] : []
+  const paths = new Set<string>([...OVERRIDABLE_PATHS, ...Object.keys(codedFlat).filter(p => !p.startsWith('schedule.') && !(events && p === 'events')), ...eventPaths])
   const fields: ConfigField[] = [...paths].map(path => {
     const coded = path === 'schedule' ? (base as Record<string, unknown>).schedule ?? null : codedFlat[path]
     const hasOverride = Object.prototype.hasOwnProperty.call(overrides, path)
@@ -113,5 +136,6 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
       ...(options.tenant ? { tenant: options.tenant, tenantOverridablePaths: [...MULTITENANCY.tenantOverridable] } : {}),
     },
     ...(options.tenant ? { tenantOverrides: tenantOwn ?? {} } : {}),
+    ...(events ? { events } : {}),
   }
 }

@@ -32,6 +32,7 @@ import { loadPermissions, readable } from "../model/permissions";
 import type { GraphData } from "../control/layout";
 import { display, number, parseJson, type ConfigField, type DriftReport, type FlowData, type InspectorFilter, type InspectResult, type Progress, type RejectsState, type SweepState } from "../model/types";
 import { duration, type HistoryRun } from "../control/HistoryChart";
+import EventsSection from "../model/events";
 
 /** Poll intervals (SPEC "Limits"): 30 s while no pipeline runs, 3 s while any runs. */
 export const POLL_IDLE = 30000;
@@ -54,9 +55,11 @@ export default class App extends Controller {
 	private readonly dateFormat = DateFormat.getDateTimeInstance({ style: "medium" });
 	private readonly timeFormat = DateFormat.getTimeInstance({ style: "medium" });
 	private valueHelpsResumed = false;
+	private events!: EventsSection;
 
 	public onInit(): void {
 		this.api = new Api(this.odata());
+		this.events = new EventsSection(this.odata(), this.ui(), (key, args) => this.text(key, args), () => this.selected());
 		this.ui().setProperty("/inspector", this.emptyInspector("target"));
 		this.ui().setProperty("/fields", { progress: false, freshness: false });
 		this.ui().setProperty("/history", []);
@@ -374,7 +377,8 @@ export default class App extends Controller {
 		await Promise.all([
 			binding?.requestRefresh().catch(() => undefined),
 			rejects && !rejects.isSuspended() ? rejects.requestRefresh().catch(() => undefined) : undefined,
-			this.loadFlow(name)
+			this.loadFlow(name),
+			this.events.refresh(name)
 		]);
 	}
 
@@ -433,6 +437,8 @@ export default class App extends Controller {
 		if (changed) {
 			this.ui().setProperty("/flow", null);
 			this.ui().setProperty("/config", null);
+			this.events.clear();
+			void this.events.refresh(name);
 			this.ui().setProperty("/inspector", this.emptyInspector("target"));
 			if (this.ui().getProperty("/layout").startsWith("Three")) this.ui().setProperty("/layout", "TwoColumnsMidExpanded");
 			void this.loadFlow(name);
