@@ -105,8 +105,11 @@ describe('the demo\'s first screen (npm start)', () => {
     console.log(`[demo] customer change → replica in ${seenAt - changedAt} ms (file-based-messaging)`)
     // no run of demo.Customers started between the change and its arrival: the event brought it
     expect((await runsOf()).filter(run => Date.parse(run.startTime) >= changedAt - 1000 && Date.parse(run.startTime) <= seenAt)).toEqual([])
-    const { data: stats } = await get(`${consumer}/pipeline/PipelineEventStats?$filter=pipeline eq 'demo.Customers'`, 'victor')
-    expect((stats.value as Array<{ applied: number }>).reduce((sum, row) => sum + row.applied, 0)).toBeGreaterThan(0)
+    // the event statistics (written after the micro-batch)
+    await waitUntil(async () => {
+      const { data: stats } = await get(`${consumer}/pipeline/PipelineEventStats?$filter=pipeline eq 'demo.Customers'`, 'victor')
+      return (stats?.value as Array<{ applied: number }> | undefined ?? []).reduce((sum, row) => sum + row.applied, 0) > 0
+    }, 'applied events of demo.Customers in PipelineEventStats', 10_000)
   })
 
   test('the demo service needs a user; runPipeline an operator; the printed curl works as printed', async () => {
