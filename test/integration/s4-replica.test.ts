@@ -77,7 +77,8 @@ describe('S/4 Business Partner replica by annotation only (events + datetime-fie
     expect(source.LastChangeDate).not.toBe('/Date(1738368000000)/')
     expect(row.LastChangeDate).not.toBe('2025-02-01')
     expect(await runs()).toHaveLength(1)
-    expect(await waitFor(async () => (await applied()) >= 1 && applied(), 'the event statistics')).toBeGreaterThanOrEqual(1)
+    // the event statistics (written after the micro-batch)
+    await waitFor(async () => (await applied()) >= 1, 'applied events in PipelineEventStats')
   })
 
   test('two quick changes of one partner: the last wins', async () => {
