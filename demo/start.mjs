@@ -18,6 +18,11 @@
 // password) alice (PipelineAdmin), olivia (PipelineOperator), victor (PipelineViewer), nora (none).
 // The demo's own /odata/v4/demo needs a signed-in user, its runPipeline an operator or admin.
 // Both servers listen on 127.0.0.1 only (demo/localhost.js; DEMO_HOST overrides).
+//
+// Event-driven replication without a broker: both apps use CAP's file-based-messaging on one
+// message box in a temporary folder (removed on exit). The provider's Customers announce every
+// change (`@federation.emit`); the consumer's `@federated` replica demo.Customers follows them
+// (`federation.federated.events: 'messaging'` in demo/consumer/package.json) within a second.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -140,6 +145,10 @@ if (MTX) {
   mtxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-demo-mtx-'))
   process.on('exit', () => fs.rmSync(mtxDir, { recursive: true, force: true }))
 }
+/** The message box both apps' file-based-messaging share (CAP's default, ~/.cds-msg-box, would be shared with every other app). */
+const messagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-demo-messages-'))
+process.on('exit', () => fs.rmSync(messagesDir, { recursive: true, force: true }))
+const messaging = { file: path.join(messagesDir, 'messages') }
 
 process.on('SIGINT', () => shutdown(0))
 process.on('SIGTERM', () => shutdown(0))
@@ -148,7 +157,7 @@ try {
   const providerPort = await freePort(Number(process.env.DEMO_PROVIDER_PORT ?? 4005))
   const consumerPort = await freePort(Number(process.env.DEMO_CONSUMER_PORT ?? 4004))
   // profile api-v2: the provider serves a newer API than the consumer imported (schema drift)
-  const provider = await startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2' })
+  const provider = await startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2', CDS_CONFIG: JSON.stringify({ requires: { messaging } }) })
   const salesUrl = `${provider}/odata/v4/sales`
   const consumer = await startApp('consumer', 'consumer', consumerPort, MTX ? {
     CDS_ENV: [process.env.CDS_ENV, 'multitenancy'].filter(Boolean).join(','),
@@ -157,10 +166,11 @@ try {
     CDS_CONFIG: JSON.stringify({ requires: {
       SalesService: { credentials: { url: salesUrl } },
       db: { credentials: { url: path.join(mtxDir, 'db.sqlite') } },
+      messaging,
     } }),
   } : {
-    // points the consumer's remote service at the provider just started
-    CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: salesUrl } } } }),
+    // points the consumer's remote service at the provider just started, and its messaging at the shared box
+    CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: salesUrl } }, messaging } }),
   })
   if (MTX) await startTenants(consumer, salesUrl, provider)
   else await printSingleTenant(consumer, salesUrl, provider)
@@ -204,12 +214,16 @@ async function printSingleTenant(consumer, salesUrl, provider) {
        curl -u olivia: -X POST ${demo}/runPipeline ${json} -d '{"pipeline":"orders"}'
   4. Sign in to the console as victor, olivia or nora: what each may do follows the role. As ${ADMIN},
      products shows a rejected record (currency 'EURO') and schema drift (a new column 'ean').
+  5. Change a customer at the provider → it's in the replica within a second (the provider emits
+     SalesService.Customers.Updated, the replica follows the event; no run, no waiting for the minute):
+       curl -X PATCH '${salesUrl}/Customers(7)' ${json} -d '{"creditLimit":123000}'
+       curl -u victor: '${demo}/Customers(7)'
 
  Users (mocked, no password; the browser asks for one, curl -u <user>:)
 ${usersText()}
 
  Pipelines  orders (delta, 30 s) · products (full, 5 min) · revenue-by-country (after orders changed rows)
-            exchange-rates (full, 15 s) · demo.Customers (@federated, no code: delta, 1 min)
+            exchange-rates (full, 15 s) · demo.Customers (@federated, no code: delta, 1 min + change events)
  Data       ${demo}/ Orders · Products · RevenueByCountry · Customers · OpenOrders ·
             ExchangeRates · Pipelines · PipelineRuns (any signed-in user)
  API        curl -u ${ADMIN}: ${consumer}/pipeline/Pipelines   (the plugin's management API)

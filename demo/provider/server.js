@@ -2,6 +2,8 @@
 // and keeps changing a few orders so the consumer's delta pipeline has work. With CDS_ENV=api-v2
 // (`npm start`) it serves version 2 of its API (api-v2/products.cds: products with an EAN).
 // Its exchange rates are in maintenance for the first seconds after their first request (srv/rates.js).
+// Customers may be changed over OData (PATCH) and announce each change on the messaging service
+// (`@federation.emit` in srv/sales-service.cds; the plugin's emit side): a change stamps `modifiedAt`.
 const cds = require('@sap/cds')
 require('../localhost')
 const { products, orders, legacyProduct, ean, customers, exchangeRates } = require('./srv/data')
@@ -9,7 +11,10 @@ const startActivity = require('./srv/activity')
 const rateDesk = require('./srv/rates')
 
 cds.on('serving', srv => {
-  if (srv.name === 'SalesService') rateDesk(srv, Number(process.env.DEMO_RATES_OUTAGE ?? 10_000))
+  if (srv.name !== 'SalesService') return
+  rateDesk(srv, Number(process.env.DEMO_RATES_OUTAGE ?? 10_000))
+  // the delta runs of the consumer's replica watch modifiedAt: every change of a customer stamps it
+  srv.before(['CREATE', 'UPDATE', 'UPSERT'], 'Customers', req => { req.data.modifiedAt = new Date().toISOString() })
 })
 
 cds.on('served', async () => {

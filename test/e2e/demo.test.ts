@@ -3,7 +3,9 @@
  * ports. What its terminal promises holds: the console answers, exchange-rates fails on its first
  * run (the provider's rate desk is in maintenance) and recovers by itself on a scheduled run, the
  * delegate reads live from the provider, the `@federated` customers are replicated, the demo service
- * needs a user and runPipeline an operator — and the printed runPipeline curl works as printed.
+ * needs a user and runPipeline an operator — and the printed runPipeline curl works as printed. A
+ * customer changed at the provider (the printed PATCH) reaches the `@federated` replica through the
+ * provider's change event (`@federation.emit`, CAP's file-based-messaging shared by both apps) without a run.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
@@ -84,6 +86,30 @@ describe('the demo\'s first screen (npm start)', () => {
     const { data: pipeline } = await get(`${consumer}/pipeline/Pipelines('demo.Customers')`, 'victor')
     expect(pipeline.description).toMatch(/@federated/)
     await waitUntil(async () => (await get(`${consumer}/odata/v4/demo/Customers?$count=true&$top=0`, 'victor')).data['@odata.count'] === 200, '200 replicated customers', 60_000)
+  })
+
+  test('a customer changed at the provider (the printed PATCH) is in the replica through its event, without a run', async () => {
+    // after the preload: the change must come by event, not by the initial run
+    await waitUntil(async () => (await get(`${consumer}/pipeline/Pipelines('demo.Customers')`, 'victor')).data?.lastSync, 'the preload of demo.Customers', 60_000)
+    const printed = /curl -X PATCH '([^']+\/Customers\((\d+)\))' -H 'content-type: application\/json' -d '([^']+)'/.exec(output)
+    expect(printed, output).toBeTruthy()
+    const [, url, id, body] = printed!
+    expect(output).toContain(`curl -u victor: '${consumer}/odata/v4/demo/Customers(${id})'`)
+    const runsOf = async () => ((await get(`${consumer}/pipeline/PipelineRuns?$filter=pipeline_name eq 'demo.Customers'&$select=startTime`, 'victor')).data.value as Array<{ startTime: string }>)
+    const changedAt = Date.now()
+    const patch = await fetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body })
+    expect(patch.status).toBe(200)
+    const { creditLimit } = JSON.parse(body) as { creditLimit: number }
+    await waitUntil(async () => Number((await get(`${consumer}/odata/v4/demo/Customers(${id})`, 'victor')).data?.creditLimit) === creditLimit, `customer ${id} changed in the replica`, 10_000)
+    const seenAt = Date.now()
+    console.log(`[demo] customer change → replica in ${seenAt - changedAt} ms (file-based-messaging)`)
+    // no run of demo.Customers started between the change and its arrival: the event brought it
+    expect((await runsOf()).filter(run => Date.parse(run.startTime) >= changedAt - 1000 && Date.parse(run.startTime) <= seenAt)).toEqual([])
+    // the event statistics (written after the micro-batch)
+    await waitUntil(async () => {
+      const { data: stats } = await get(`${consumer}/pipeline/PipelineEventStats?$filter=pipeline eq 'demo.Customers'`, 'victor')
+      return (stats?.value as Array<{ applied: number }> | undefined ?? []).reduce((sum, row) => sum + row.applied, 0) > 0
+    }, 'applied events of demo.Customers in PipelineEventStats', 10_000)
   })
 
   test('the demo service needs a user; runPipeline an operator; the printed curl works as printed', async () => {

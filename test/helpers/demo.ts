@@ -3,6 +3,8 @@
  * `npm start` runs it, without its periodic changes, and demo/consumer pointed at it (or at a proxy in
  * front of it). Resolves once the demo's first runs are over.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { startApp, ROOT, type RunningApp } from './apps'
 
@@ -45,7 +47,10 @@ export async function startDemo(options: {
   salesUrl?: (provider: string) => string | Promise<string>
   ready?: (pipelines: DemoPipeline[]) => boolean
 } = {}): Promise<Demo> {
-  const provider = await startApp(path.join(ROOT, 'demo/provider'), { env: { ...DEMO_PROVIDER_ENV, ...options.providerEnv }, timeout: 60_000 })
+  // the apps' file-based-messaging share a message box of their own (as in demo/start.mjs), not CAP's default ~/.cds-msg-box
+  const box = mkdtempSync(path.join(tmpdir(), 'pipeline-demo-messages-'))
+  const messaging = { file: path.join(box, 'messages') }
+  const provider = await startApp(path.join(ROOT, 'demo/provider'), { env: { ...DEMO_PROVIDER_ENV, CDS_CONFIG: JSON.stringify({ requires: { messaging } }), ...options.providerEnv }, timeout: 60_000 })
   let consumer: RunningApp | undefined
   const demo: Demo = {
     provider,
@@ -59,13 +64,14 @@ export async function startDemo(options: {
     async stop() {
       await consumer?.stop()
       await provider.stop()
+      rmSync(box, { recursive: true, force: true })
     },
   }
   try {
     const sales = options.salesUrl ? await options.salesUrl(provider.url) : provider.url
     consumer = await startApp(path.join(ROOT, 'demo/consumer'), {
       timeout: 60_000,
-      env: { NODE_ENV: '', CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: `${sales}/odata/v4/sales` } } } }) },
+      env: { NODE_ENV: '', CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: `${sales}/odata/v4/sales` } }, messaging } }) },
     })
     await waitUntil(async () => {
       const { data } = await demo.api('/pipeline/Pipelines?$select=name,status,lastSync,statistics_skipped')

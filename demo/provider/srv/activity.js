@@ -1,7 +1,8 @@
 // Business goes on in the source system: every few seconds some orders move on (open → shipped →
 // delivered, or get cancelled), one new order arrives, one customer changes segment or credit limit,
 // the exchange rates move and now and then a price changes. Each change stamps `modifiedAt`, so the
-// consumer's delta runs always find something to do.
+// consumer's delta runs always find something to do. The customer changes through SalesService, as a
+// client's PATCH would: its `@federation.emit` announces the change to the consumer.
 const cds = require('@sap/cds')
 const { order, random, SEGMENTS } = require('./data')
 
@@ -33,7 +34,8 @@ module.exports = function startActivity(every) {
       if (customer) {
         const segment = rnd() < 0.3 ? SEGMENTS[Math.floor(rnd() * SEGMENTS.length)] : customer.segment
         const creditLimit = Math.max(5000, Math.round(customer.creditLimit * (0.8 + rnd() * 0.4) / 1000) * 1000)
-        await UPDATE(Customers, customer.ID).set({ segment, creditLimit, modifiedAt: now })
+        const sales = await cds.connect.to('SalesService')
+        await sales.update(sales.entities.Customers, customer.ID).set({ segment, creditLimit, modifiedAt: now })
         changed.push(`customer ${customer.name} ${customer.segment}/${customer.creditLimit}→${segment}/${creditLimit}`)
       }
       for (const { currency, rate } of await SELECT.from(ExchangeRates).where({ currency: { '!=': 'EUR' } })) {
