@@ -19,6 +19,7 @@ import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
 import { inTenant, markSubscribed, markUnsubscribed } from './context.js'
 import { afterCurrentTransaction } from '../engine/after-transaction.js'
+import { tenantWorkCount, tenantWorkEnded } from '../engine/tenant-work.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
 import { responseCache } from '../federation/cache/response.js'
@@ -109,10 +110,16 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
   return reset
 }
 
-/** Before an unsubscribe (the tenant's database still exists): its queued tasks and timers end. */
+/**
+ * Before an unsubscribe (the tenant's database still exists): its queued tasks and timers end,
+ * and the runs underway in it end before MTX deletes its database (no new ones start: the tenant
+ * is marked unsubscribed) — one still running would open the deleted database again.
+ */
 export async function beforeUnsubscribe(tenant: string): Promise<void> {
   const { registry } = await engine()
   await registry.removeTenantSchedules(tenant)
+  if (!(await tenantWorkEnded(tenant, MULTITENANCY.unsubscribeDrain)))
+    LOG.warn(`tenant '${tenant}': ${tenantWorkCount(tenant)} run(s) still underway ${MULTITENANCY.unsubscribeDrain} ms after its unsubscribe began; the unsubscribe goes on`)
 }
 
 /** After an unsubscribe: nothing of the tenant stays in this process; with `flushOnUnsubscribe` its entity cache goes. */
