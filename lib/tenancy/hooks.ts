@@ -117,9 +117,11 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
  */
 export async function beforeUnsubscribe(tenant: string): Promise<void> {
   const { registry } = await engine()
-  await registry.removeTenantSchedules(tenant)
+  // first: removing the tasks writes to the tenant's database, in the request's transaction, whose
+  // lock a run underway would then wait for
   if (!(await tenantWorkEnded(tenant, MULTITENANCY.unsubscribeDrain)))
     LOG.warn(`tenant '${tenant}': ${tenantWorkCount(tenant)} run(s) still underway ${MULTITENANCY.unsubscribeDrain} ms after its unsubscribe began; the unsubscribe goes on`)
+  await registry.removeTenantSchedules(tenant)
 }
 
 /** After an unsubscribe: nothing of the tenant stays in this process; with `flushOnUnsubscribe` its entity cache goes. */
