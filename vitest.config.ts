@@ -23,15 +23,17 @@ export default defineConfig({
   test: {
     pool: 'forks',
     globals: true,
-    testTimeout: 60_000,
-    hookTimeout: 90_000,
+    // generous: a deadline only bounds how long a failing test takes; `npm test` must also pass on a
+    // loaded machine (issue 21, `npm run test:load`), where apps start and runs end several times slower
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 2 } },
       { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 2 } },
       // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`)
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 120_000, hookTimeout: 180_000 } },
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 240_000, hookTimeout: 240_000 } },
     ],
   },
 })

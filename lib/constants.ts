@@ -72,6 +72,8 @@ export const MULTITENANCY = {
   subscribeTrigger: 'event',
   /** The engine handles a subscribe/upgrade/unsubscribe at the latest this long after the request (ms), should CAP not report its end. */
   lifecycleFallback: 30_000,
+  /** An unsubscribe waits at most this long (ms) for the runs underway in the tenant to end before MTX deletes its database. */
+  unsubscribeDrain: 30_000,
   /** tenantsOverview(): a tenant whose tracker gives no answer within this long (ms) shows as an error row. */
   overviewTimeout: 10_000,
 } as const

@@ -2,6 +2,7 @@
 import cds from '@sap/cds'
 import { assertTenantId } from '../security/tenant-id.js'
 import { PipelineError } from '../pipeline/errors.js'
+import { trackTenantWork } from '../engine/tenant-work.js'
 
 interface Facade {
   EventContext: new (data: object) => object
@@ -34,5 +35,5 @@ export async function inTenant<T>(tenant: string, fn: () => Promise<T>): Promise
   assertTenantId(tenant)
   if (unsubscribed.has(tenant)) throw new PipelineError('UNKNOWN_TENANT', `tenant: '${tenant}' is unsubscribed`, { target: 'tenant' })
   const facade = cds as unknown as Facade
-  return await facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn)
+  return await trackTenantWork(tenant, facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn))
 }

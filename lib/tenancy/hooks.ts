@@ -19,6 +19,7 @@ import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
 import { inTenant, markSubscribed, markUnsubscribed } from './context.js'
 import { afterCurrentTransaction } from '../engine/after-transaction.js'
+import { tenantWorkCount, tenantWorkEnded } from '../engine/tenant-work.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
 import { responseCache } from '../federation/cache/response.js'
@@ -109,9 +110,17 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
   return reset
 }
 
-/** Before an unsubscribe (the tenant's database still exists): its queued tasks and timers end. */
+/**
+ * Before an unsubscribe (the tenant's database still exists): its queued tasks and timers end,
+ * and the runs underway in it end before MTX deletes its database (no new ones start: the tenant
+ * is marked unsubscribed) — one still running would open the deleted database again.
+ */
 export async function beforeUnsubscribe(tenant: string): Promise<void> {
   const { registry } = await engine()
+  // first: removing the tasks writes to the tenant's database, in the request's transaction, whose
+  // lock a run underway would then wait for
+  if (!(await tenantWorkEnded(tenant, MULTITENANCY.unsubscribeDrain)))
+    LOG.warn(`tenant '${tenant}': ${tenantWorkCount(tenant)} run(s) still underway ${MULTITENANCY.unsubscribeDrain} ms after its unsubscribe began; the unsubscribe goes on`)
   await registry.removeTenantSchedules(tenant)
 }
 

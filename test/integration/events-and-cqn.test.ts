@@ -625,15 +625,17 @@ describe('schedules', () => {
     try {
       expect((await ctx.engine.status('sc-tick')).schedule).toBe('every 300 ms (spawn)')
       const scheduled = async () => (await runsOf('sc-tick')).filter(r => r.trigger === 'scheduled' && r.status === 'idle')
-      await waitFor(async () => (await scheduled()).length >= 2, 'two scheduled runs', 5000)
+      await waitFor(async () => (await scheduled()).length >= 2, 'two scheduled runs', 60_000)
       expect(await ql.SELECT.from('consumer.ScheduledCopies')).toHaveLength(1)
       expect(done.some(d => d.trigger === 'scheduled' && d.status === 'completed')).toBe(true)
 
       await ctx.engine.setEnabled('sc-tick', false)
+      const atDisable = (await runsOf('sc-tick')).length
       expect((await ctx.engine.status('sc-tick')).enabled).toBe(false)
-      await sleep(350) // a tick that passed the enabled check just before may still finish
+      await sleep(1000) // three ticks' time: a tick that passed the enabled check just before has started its run by now
       await waitFor(async () => (await ctx.engine.status('sc-tick')).status !== 'running', 'the last scheduled run to end')
       const before = (await runsOf('sc-tick')).length
+      expect(before).toBeLessThanOrEqual(atDisable + 1) // at most that one tick
       await sleep(1000)
       expect((await runsOf('sc-tick')).length).toBe(before)
 
@@ -645,7 +647,7 @@ describe('schedules', () => {
 
       // re-enabling resumes the ticks
       await ctx.engine.setEnabled('sc-tick', true)
-      await waitFor(async () => (await runsOf('sc-tick')).length > before + 1, 'ticks after re-enabling', 5000)
+      await waitFor(async () => (await runsOf('sc-tick')).length > before + 1, 'ticks after re-enabling', 60_000)
     } finally {
       await ctx.engine.setEnabled('sc-tick', false)
     }

@@ -166,7 +166,7 @@ describe('multitenancy: caches per tenant, tenant ids, upgrade with data kept (@
     for (const tenant of ['t2', 't3']) await lifecycle('upgrade', tenant)
     // schema evolution: the upgrade kept tables and rows
     expect(sql<{ n: number }>(dbFile('t2'), 'SELECT count(*) AS n FROM mtx_Books')[0].n).toBe(BOOKS)
-    const reset = await waitFor(async () => { const p = await pipeline('t3'); return p && p.lastSync === null ? p : undefined }, 'reset of t3', 15_000)
+    const reset = await waitFor(async () => { const p = await pipeline('t3'); return p && p.lastSync === null ? p : undefined }, 'reset of t3', 60_000)
     expect(reset).toMatchObject({ status: 'idle', lastKey: null })
     expect(app.output()).toMatch(/tenant 't3': pipeline 'mtx\.Books' had a watermark, but its target mtx\.Books is empty after the upgrade/)
     // t2 kept its rows: its watermark stays (the hooks ran for t2 as well: same tracker row)

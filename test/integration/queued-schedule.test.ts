@@ -148,7 +148,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
   })
 
   test('a tick starts the run through the guard: run rows with trigger scheduled, one per tick', async () => {
-    const runs = await waitFor(async () => { const r = await api.runs('q-every'); return r.length >= 3 && r }, 'three scheduled runs of q-every', 15_000)
+    const runs = await waitFor(async () => { const r = await api.runs('q-every'); return r.length >= 3 && r }, 'three scheduled runs of q-every', 60_000)
     for (const run of runs) expect(run).toMatchObject({ trigger: 'scheduled', mode: 'delta' })
     for (const run of runs.filter(r => r.endTime)) expect(run.status).toBe('idle')
     const starts = runs.map(r => Date.parse(r.startTime))
@@ -162,7 +162,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
 
   test('a failing pipeline keeps ticking: each failure is a failed run row, the task never dead-letters', async () => {
     const before = (await api.runs('q-fail')).length
-    const runs = (await waitFor(async () => { const r = await api.runs('q-fail'); return r.length >= before + 2 && r.length >= 3 && r }, 'two more runs of q-fail', 15_000))
+    const runs = (await waitFor(async () => { const r = await api.runs('q-fail'); return r.length >= before + 2 && r.length >= 3 && r }, 'two more runs of q-fail', 60_000))
       .filter(run => run.endTime)
     expect(runs.length).toBeGreaterThanOrEqual(2)
     for (const run of runs) {
@@ -178,7 +178,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
 
   test('enabled: false skips queued ticks (no run row) while the task keeps ticking', async () => {
     const [first] = await api.tasks('q-off')
-    const next = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== first.timestamp && row }, 'the next tick of q-off', 5000)
+    const next = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== first.timestamp && row }, 'the next tick of q-off', 60_000)
     expect(Date.parse(next.timestamp)).toBeGreaterThan(Date.parse(first.timestamp))
     await sleep(1200)
     expect(await api.runs('q-off')).toEqual([])
@@ -202,7 +202,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     }
     expect(watched).toBeDefined()
     expect(seen.size).toBeGreaterThanOrEqual(2)
-    const runs = await waitFor(async () => { const r = await api.runs('q-slow'); return r.filter(x => x.endTime).length >= 2 && r }, 'two finished runs of q-slow', 20_000)
+    const runs = await waitFor(async () => { const r = await api.runs('q-slow'); return r.filter(x => x.endTime).length >= 2 && r }, 'two finished runs of q-slow', 60_000)
     expect(overlapping(runs)).toBe(false)
     for (const run of runs) expect(run).toMatchObject({ trigger: 'scheduled' })
     for (const run of runs.filter(r => r.endTime)) {
@@ -216,10 +216,10 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
   test("execute(name, { async: true, engine: 'queued' }) enqueues one run and returns { name } without runId or done", async () => {
     const result = await api.execute({ name: 'q-oneoff', engine: 'queued', async: true, trigger: 'external', mode: 'full' })
     expect(result).toEqual({ keys: ['name'], name: 'q-oneoff', runId: null })
-    const runs = await waitFor(async () => { const r = await api.runs('q-oneoff'); return r.length === 1 && r[0].endTime && r }, 'the queued run of q-oneoff', 10_000)
+    const runs = await waitFor(async () => { const r = await api.runs('q-oneoff'); return r.length === 1 && r[0].endTime && r }, 'the queued run of q-oneoff', 60_000)
     expect(runs[0]).toMatchObject({ trigger: 'external', mode: 'full', status: 'idle' })
     // the one-off task is gone once processed; no singleton task for q-oneoff
-    await waitFor(async () => (await api.tasks()).every(row => !row.msg.includes('"pipeline":"q-oneoff"')), 'the one-off task to be removed', 5000)
+    await waitFor(async () => (await api.tasks()).every(row => !row.msg.includes('"pipeline":"q-oneoff"')), 'the one-off task to be removed', 60_000)
     await sleep(500)
     expect(await api.runs('q-oneoff')).toHaveLength(1)
   })
@@ -258,7 +258,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     expect((await api.setSchedule('q-switch', { every: 700, engine: 'spawn' })).status).toBe(200)
     expect(await api.tasks('q-switch')).toEqual([])
     expect((await api.pipeline('q-switch')).schedule).toBe('every 700 ms (spawn)')
-    await waitFor(async () => (await api.runs('q-switch')).length >= 2, 'spawn runs of q-switch', 5000)
+    await waitFor(async () => (await api.runs('q-switch')).length >= 2, 'spawn runs of q-switch', 60_000)
 
     // spawn → queued cron: the timer stops, the task appears
     const cron = await api.setSchedule('q-switch', { cron: '*/5 * * * *', engine: 'queued' })

@@ -43,8 +43,8 @@ const lifecycle = async (action: 'subscribe' | 'unsubscribe', tenant: string) =>
 /** The healthy tenants' schedules still run: `count` more scheduled runs of t1's ticker and t2's queued nightly. */
 async function schedulesGoOn(count = 2): Promise<void> {
   const before = { ticker: await scheduled('t1', 'ticker'), nightly: await scheduled('t2', 'nightly') }
-  await waitFor(async () => (await scheduled('t1', 'ticker')) >= before.ticker + count, 'more scheduled ticker runs of t1', 20_000)
-  await waitFor(async () => (await scheduled('t2', 'nightly')) >= before.nightly + count, 'more queued nightly runs of t2', 20_000)
+  await waitFor(async () => (await scheduled('t1', 'ticker')) >= before.ticker + count, 'more scheduled ticker runs of t1', 60_000)
+  await waitFor(async () => (await scheduled('t2', 'nightly')) >= before.nightly + count, 'more queued nightly runs of t2', 60_000)
 }
 const bound = (user: string, pipeline: string, action: string, body: object = {}) =>
   call(user, 'POST', `/pipeline/Pipelines('${pipeline}')/DataPipelineManagementService.${action}`, body)
@@ -69,7 +69,7 @@ beforeAll(async () => {
   })
   for (const tenant of ['t1', 't2', 't3']) await lifecycle('subscribe', tenant)
   for (const tenant of ['t1', 't2', 't3'])
-    await waitFor(async () => (await runs(tenant, 'mtx.Books')).some(r => r.status === 'idle'), `initial sync of ${tenant}`, 20_000)
+    await waitFor(async () => (await runs(tenant, 'mtx.Books')).some(r => r.status === 'idle'), `initial sync of ${tenant}`, 60_000)
 })
 
 afterAll(async () => {
@@ -117,11 +117,11 @@ describe('tenant ids: one validator at every entry (finding 10)', () => {
   })
 
   it('a tenant whose runs fail (t3) holds no one back: the healthy tenants keep their scheduled runs', async () => {
-    await waitFor(async () => (await runs('t3', 'ticker')).filter(r => r.status === 'failed').length >= 2, 'failed ticker runs of t3', 15_000)
+    await waitFor(async () => (await runs('t3', 'ticker')).filter(r => r.status === 'failed').length >= 2, 'failed ticker runs of t3', 60_000)
     await schedulesGoOn(3)
     // and t3 itself keeps being scheduled (each tick a new, failing run)
     const failed = (await runs('t3', 'ticker')).filter(r => r.status === 'failed').length
-    await waitFor(async () => (await runs('t3', 'ticker')).filter(r => r.status === 'failed').length > failed, 'the next failing ticker run of t3', 15_000)
+    await waitFor(async () => (await runs('t3', 'ticker')).filter(r => r.status === 'failed').length > failed, 'the next failing ticker run of t3', 60_000)
   })
 })
 

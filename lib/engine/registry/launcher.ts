@@ -13,6 +13,7 @@ import { assertConnectionAvailable, whitelistTrigger, type PipelineRow, type Tra
 import type { QueuedSchedules } from '../schedule/queued.js'
 import type { QueuedRunMessage } from '../schedule/queue-table.js'
 import { contextTenant, tenancy } from '../tenancy.js'
+import { trackTenantWork } from '../tenant-work.js'
 import { afterCurrentTransaction } from '../after-transaction.js'
 import type { TenantFanOut } from '../fanout.js'
 import type { PipelineDefinitions } from './definitions.js'
@@ -112,7 +113,20 @@ export class PipelineLauncher {
    */
   private async launch(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, afterTransaction = false): Promise<StartedRun> {
     const tenant = request.tenant ?? contextTenant()
-    if (tenant && tenancy().settings().active) await this.tenants.ensureInTenant(name, tenant)
+    const inTenant = Boolean(tenant && tenancy().settings().active)
+    // underway in the tenant from the guard to the run's end: an unsubscribe waits for it
+    let ended: () => void = () => undefined
+    if (inTenant) void trackTenantWork(tenant, new Promise<void>(resolve => { ended = resolve }))
+    try {
+      if (inTenant && tenant) await this.tenants.ensureInTenant(name, tenant)
+      return await this.launchIn(name, request, tenant, afterTransaction, ended)
+    } catch (error) {
+      ended()
+      throw error
+    }
+  }
+
+  private async launchIn(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, tenant: string | undefined, afterTransaction: boolean, ended: () => void): Promise<StartedRun> {
     const prepared = await this.definitions.prepare(name, tenant)
     const run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
     await detached(() => run.begin(), request.tenant)
@@ -121,6 +135,8 @@ export class PipelineLauncher {
     const execution = afterTransaction
       ? new Promise<RunOutcome>((resolve, reject) => afterCurrentTransaction(() => { detached(() => run.execute(), request.tenant).then(resolve, reject) }, QUEUED_RUN_FALLBACK))
       : detached(() => run.execute(), request.tenant)
+    // (before `observable`: this handler must not count as someone observing `done`)
+    void execution.then(ended, ended)
     if (!request.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { runId: run.runId, name, done }
