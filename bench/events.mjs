@@ -22,7 +22,7 @@
  *              provider requests per change (three instances each receive every message).
  *
  * Environment: BENCH_EVENTS_SECONDS=60, BENCH_EVENTS_RATES=10,100,1000, BENCH_EVENTS_ROWS=20000,
- * BENCH_EVENTS_DROP_RATE=100, BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL),
+ * BENCH_EVENTS_DROP_RATE=100 (0: skip the drop phase), BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL), BENCH_EVENTS_PG_ONE=0 (skip its one-instance phase),
  * BENCH_EVENTS_WINDOW (the consumer's events.window, default the plugin's), BENCH_VERBOSE=1,
  * BENCH_EVENTS_QUEUE_CHUNK=500 (the provider's cds.requires.queue.chunkSize; CAP's default is 10),
  * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
@@ -76,10 +76,10 @@ async function main() {
       const phase = await measure({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
       result.rates.push(phase)
     }
-    result.drop = await measure({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
+    if (DROP_RATE) result.drop = await measure({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
     if (env('BENCH_EVENTS_PG', '1') !== '0') {
       result.postgres = {
-        one: await measure({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
+        one: env('BENCH_EVENTS_PG_ONE', '1') === '0' ? undefined : await measure({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
         three: await measure({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }),
       }
     }
@@ -105,7 +105,7 @@ function report(result) {
     console.log(`  5% dropped (${d.dropped} of ${d.emitted} messages): ${d.missingBeforeDelta} changes missing after the events, ${d.missingAfterDelta} after one delta run ${check(d.missingAfterDelta === 0)}`)
   }
   if (result.postgres) {
-    const { one, three } = result.postgres
+    const { one = {}, three } = result.postgres
     console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; p95 ${one.p95} / ${three.p95} ms`)
   }
 }

@@ -4,11 +4,14 @@
  * as received once its row is stored: the handler awaits that, so CAP's inbox (`inboxed`) keeps
  * the message until then, and a crash after it loses nothing (the next drain finds the row).
  */
+import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { TRACKER_NAMESPACE } from '../constants.js'
 import { connect, ql } from '../model/ql.js'
 import { chunk, keyPredicate } from '../federation/delegate/keys.js'
 import type { EventAction } from './config.js'
+
+const LOG = cds.log('data-pipeline|events')
 
 export const EVENT_KEYS_ENTITY = `${TRACKER_NAMESPACE}.PipelineEventKeys` as const
 
@@ -26,17 +29,31 @@ interface Waiting {
   settled: Array<{ resolve: () => void; reject: (error: unknown) => void }>
 }
 
+/** Attempts of one write of waiting keys before its messages fail (a lock conflict or a busy pool is transient). */
+const WRITE_ATTEMPTS = 6
+/** Pause before the second attempt (doubling: about 8 s over all attempts). */
+const WRITE_PAUSE = 250
+
+const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
+
+/** Rows in one order on every instance: concurrent UPSERTs of the same keys lock them alike and never deadlock. */
+const ordered = (rows: Iterable<PendingKey>) => [...rows].sort((a, b) => (a.recordKey < b.recordKey ? -1 : a.recordKey > b.recordKey ? 1 : 0))
+
 export class PendingKeys {
-  /** Stores not yet written, per pipeline (written on the next turn of the event loop). */
+  /** Keys not yet written, per pipeline (written by the pipeline's next write). */
   private readonly waiting = new Map<string, Waiting>()
+  /** The write under way per pipeline: at most one at a time, keys arriving meanwhile gather for the next. */
+  private readonly writing = new Map<string, Promise<void>>()
 
   /**
    * Stores the keys of one message; resolves once they are in the database. Keys of messages
-   * arriving together are written as one UPSERT in a transaction of its own (a burst costs a
-   * few statements and connections, not one per message). `inHandlerTransaction`: written in the
-   * handler's own transaction instead, where CAP's inbox runs the handler inside the transaction
-   * holding the task and that transaction holds the only connection (cds 9's legacy locking on
-   * SQLite); the task then leaves the inbox together with the stored keys.
+   * arriving together are written as one UPSERT in a transaction of its own, one write per
+   * pipeline at a time (a burst, or every instance receiving every message, costs a few
+   * statements and one connection, not one per message); a failed write is tried again, so a
+   * message without an inbox is not lost to a passing lock conflict. `inHandlerTransaction`:
+   * written in the handler's own transaction instead, where CAP's inbox runs the handler inside
+   * the transaction holding the task and that transaction holds the only connection (cds 9's
+   * legacy locking on SQLite); the task then leaves the inbox together with the stored keys.
    */
   async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false): Promise<void> {
     if (!keys.length) return
@@ -45,29 +62,50 @@ export class PendingKeys {
     }))
     if (inHandlerTransaction) {
       const db = await connect('db')
-      await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries([...new Map(rows.map(row => [row.recordKey, row])).values()]))
+      await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(ordered(new Map(rows.map(row => [row.recordKey, row])).values())))
       return
     }
     let waiting = this.waiting.get(pipeline)
     if (!waiting) {
       waiting = { rows: new Map(), settled: [] }
       this.waiting.set(pipeline, waiting)
-      setImmediate(() => void this.write(pipeline))
+      if (!this.writing.has(pipeline)) this.schedule(pipeline)
     }
     for (const row of rows) waiting.rows.set(row.recordKey, row)
     const slot = waiting
     return new Promise((resolve, reject) => slot.settled.push({ resolve, reject }))
   }
 
+  /** The next write of a pipeline, on the next turn of the event loop (messages arriving together join it). */
+  private schedule(pipeline: string): void {
+    const done = new Promise<void>(resolve => setImmediate(resolve))
+      .then(() => this.write(pipeline))
+      .finally(() => {
+        this.writing.delete(pipeline)
+        if (this.waiting.has(pipeline)) this.schedule(pipeline)
+      })
+    this.writing.set(pipeline, done)
+  }
+
   private async write(pipeline: string): Promise<void> {
-    const waiting = this.waiting.get(pipeline)!
+    const waiting = this.waiting.get(pipeline)
+    if (!waiting) return
     this.waiting.delete(pipeline)
-    try {
-      const db = await connect('db')
-      await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries([...waiting.rows.values()])))
-      for (const each of waiting.settled) each.resolve()
-    } catch (error) {
-      for (const each of waiting.settled) each.reject(error)
+    const entries = ordered(waiting.rows.values())
+    for (let attempt = 1, wait = WRITE_PAUSE; ; attempt++, wait *= 2) {
+      try {
+        const db = await connect('db')
+        await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(entries)))
+        for (const each of waiting.settled) each.resolve()
+        return
+      } catch (error) {
+        if (attempt >= WRITE_ATTEMPTS) {
+          for (const each of waiting.settled) each.reject(error)
+          return
+        }
+        LOG.warn(`pipeline '${pipeline}': ${entries.length} event keys not stored (${(error as Error).message}); trying again`)
+        await pause(wait)
+      }
     }
   }
 
@@ -80,7 +118,7 @@ export class PendingKeys {
   /** Removes the rows a batch applied, unless a newer message of the key replaced them meanwhile. */
   async remove(pipeline: string, rows: PendingKey[], tx?: { run(query: unknown): Promise<unknown> }): Promise<void> {
     const runner = tx ?? await connect('db')
-    for (const part of chunk(rows, 100)) {
+    for (const part of chunk(ordered(rows), 100)) {
       const tuples = part.map(row => [row.recordKey, row.version])
       await runner.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([{ ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { xpr: keyPredicate(['recordKey', 'version'], tuples) }] as never))
     }
