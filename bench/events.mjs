@@ -25,6 +25,7 @@
  * BENCH_EVENTS_DROP_RATE=100 (0: skip the drop phase), BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL), BENCH_EVENTS_PG_ONE=0 (skip its one-instance phase),
  * BENCH_EVENTS_WINDOW (the consumer's events.window, default the plugin's), BENCH_VERBOSE=1,
  * BENCH_EVENTS_QUEUE_CHUNK=500 (the provider's cds.requires.queue.chunkSize; CAP's default is 10),
+ * BENCH_EVENTS_CONSUMER_QUEUED=0 (the consumers' messaging with `outboxed: false`: messages handled as received),
  * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
  * Output: a table, and bench/results/latest.json (key `events`).
  */
@@ -55,6 +56,8 @@ const ROWS = Number(env('BENCH_EVENTS_ROWS', 20_000))
 const DROP_RATE = Number(env('BENCH_EVENTS_DROP_RATE', 100))
 const PG_RATE = Number(env('BENCH_EVENTS_PG_RATE', 100))
 const WINDOW = process.env.BENCH_EVENTS_WINDOW
+/** Whether the consumers' messaging service is queued as CAP's default makes redis-messaging (`outboxed: true`: every received message is first written to CAP's queue table, a connection each). */
+const CONSUMER_QUEUED = env('BENCH_EVENTS_CONSUMER_QUEUED', '1') !== '0'
 /** CAP's `cds.requires.queue.chunkSize` on the provider: messages its outbox sends per round (CAP's default 10 caps a provider at a few hundred messages per second). */
 const QUEUE_CHUNK = Number(env('BENCH_EVENTS_QUEUE_CHUNK', 500))
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
@@ -127,7 +130,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   const workers = []
   try {
     await post(provider.url, '/odata/v4/provider/seed', { count: ROWS })
-    const config = { requires: { db: consumerDb.config, messaging, ProviderService: { credentials: { url: `${provider.url}/odata/v4/provider` } } }, ...(db === 'postgres' ? { sql: { dialect: 'postgres' } } : {}) }
+    const config = { requires: { db: consumerDb.config, messaging: CONSUMER_QUEUED ? messaging : { ...messaging, outboxed: false }, ProviderService: { credentials: { url: `${provider.url}/odata/v4/provider` } } }, ...(db === 'postgres' ? { sql: { dialect: 'postgres' } } : {}) }
     for (let i = 0; i < instances; i++) workers.push(await startWorker({ config, fullCopy: i === 0, expected: ROWS }))
     await post(provider.url, '/control/reset', {})
 
