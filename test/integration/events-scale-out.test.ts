@@ -1,8 +1,9 @@
 /**
- * Event-driven replication with two app instances on one PostgreSQL database (issue 23): Redis
- * delivers every message to both (broker fan-out), both store the key in the shared waiting-keys
+ * Event-driven replication with three app instances on one PostgreSQL database (issue 23): Redis
+ * delivers every message to all (broker fan-out), each stores the key in the shared waiting-keys
  * table, and the instance holding the pipeline's guard applies it: the provider is not asked
- * twice, and every change arrives once. Runs in the `postgres` project.
+ * three times, and every change arrives once, in a burst and at a steady rate (the instances
+ * then write the same keys concurrently while drains run). Runs in the `postgres` project.
  */
 import path from 'node:path'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
@@ -13,6 +14,10 @@ import { waitFor } from '../helpers/wait'
 const APP = path.join(FIXTURES, 'events-consumer')
 const PREFIX = `dp-test/events-scale-out/${process.pid}/${Date.now()}/`
 const COUNT = 300
+const INSTANCES = 3
+/** The steady phase: keys changed per tick, one message each, and the ticks (every 20 ms). */
+const PER_TICK = 6
+const TICKS = 100
 
 let provider: RunningApp & { control: ProviderControl }
 let apps: RunningApp[] = []
@@ -30,7 +35,7 @@ beforeAll(async () => {
     cds_requires_messaging_subscribePrefix: PREFIX,
     EVENTS_WINDOW: '200',
   }
-  apps = await Promise.all([0, 1].map(() => startApp(APP, { env, timeout: 60_000 })))
+  apps = await Promise.all(Array.from({ length: INSTANCES }, () => startApp(APP, { env, timeout: 90_000 })))
   bus = await redisMessaging('events-scale-out-bus', { publishPrefix: PREFIX, subscribePrefix: PREFIX })
 })
 
@@ -45,22 +50,48 @@ const count = async (filter: string) => {
   return Number(await response.text())
 }
 
-test(`two instances, ${COUNT} changes fanned out to both: each applied once, provider requests as for one instance`, async () => {
-  for (const app of apps) await waitFor(() => app.output().includes('Create subscription'), 'both instances subscribed on Redis', 30_000)
+const waitingKeys = async () => Number((await pgQuery(database, 'SELECT count(*) AS n FROM plugin_data_pipeline_PipelineEventKeys'))[0].n)
+const dump = async (filter: string, expected: number) => console.log(`replica: ${await count(filter)} of ${expected}\n${apps.map((app, i) => `--- instance ${i + 1}:\n${app.output().slice(-4000)}`).join('\n')}`)
+
+test(`${INSTANCES} instances, ${COUNT} changes fanned out to all: each applied once, provider requests as for one instance`, async () => {
+  for (const app of apps) await waitFor(() => app.output().includes('Create subscription'), 'every instance subscribed on Redis', 30_000)
   await provider.control.seed({ from: 1, count: COUNT })
   await provider.control.touch({ from: 1, count: COUNT, title: 'scaled' })
   const before = (await provider.control.stats()).requests
   await Promise.all(Array.from({ length: COUNT }, (_, i) => bus.emit('Book.Changed', { ID: i + 1 }, { time: new Date().toISOString() })))
   await waitFor(async () => (await count("title eq 'scaled'")) === COUNT, `all ${COUNT} changes in the replica`, 30_000).catch(async error => {
-    console.log(`replica: ${await count("title eq 'scaled'")} of ${COUNT}\n--- instance 1:\n${apps[0].output().slice(-4000)}\n--- instance 2:\n${apps[1].output().slice(-4000)}`)
+    await dump("title eq 'scaled'", COUNT)
     throw error
   })
-  await waitFor(async () => (await pgQuery(database, 'SELECT count(*) AS n FROM plugin_data_pipeline_PipelineEventKeys'))[0].n === '0', 'no key left waiting')
+  await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
   const requests = (await provider.control.stats()).requests - before
-  console.log(`[events-scale-out] ${COUNT} messages × 2 instances → ${requests} provider requests`)
+  console.log(`[events-scale-out] ${COUNT} messages × ${INSTANCES} instances → ${requests} provider requests`)
   // one instance needs one or two micro-batches; fan-out must not double that per message
   expect(requests).toBeLessThanOrEqual(6)
-  // both instances received every message; the applying was shared, never doubled per key
+  // every instance received every message; the applying was shared, never multiplied per key
   const logs = apps.map(app => app.output())
   expect(logs.every(log => !/event batch .* failed/.test(log))).toBe(true)
+})
+
+test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate: none lost while the instances store the same keys and drain`, async () => {
+  const total = PER_TICK * TICKS
+  await provider.control.seed({ from: 1001, count: total })
+  await provider.control.touch({ from: 1001, count: total, title: 'steady' })
+  // a steady rate (not one burst): every instance stores keys of several messages per write while
+  // the others store the same keys and drains remove them; the ticks pace the sender only
+  const sent: Array<Promise<unknown>> = []
+  for (let tick = 0; tick < TICKS; tick++) {
+    const IDs = Array.from({ length: PER_TICK }, (_, i) => 1001 + tick * PER_TICK + i)
+    for (const ID of IDs) sent.push(bus.emit('Book.Changed', { ID }, { time: new Date().toISOString() }))
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  await Promise.all(sent)
+  await waitFor(async () => (await count("title eq 'steady'")) === total, `all ${total} changes in the replica`, 60_000).catch(async error => {
+    await dump("title eq 'steady'", total)
+    throw error
+  })
+  await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
+  const logs = apps.map(app => app.output())
+  // a message whose keys could not be stored is lost without an inbox: none may fail
+  expect(logs.every(log => !/ERROR occurred in asynchronous event processing|deadlock detected|event batch .* failed/.test(log))).toBe(true)
 })
