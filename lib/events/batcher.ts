@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto'
 import { describeError, type EventDispatcher, type PreparedPipeline } from '../engine/run.js'
 import type { Tracker } from '../engine/tracker.js'
 import { applyBatch } from './apply.js'
-import type { PendingKeys } from './store.js'
+import { pause, type PendingKeys } from './store.js'
 import type { EventStats } from './stats.js'
 import type { ResolvedEvents } from './config.js'
 import { batchSpan } from './span.js'
@@ -26,7 +26,6 @@ const FAILED_MAX = 30_000
 /** Attempts of a failing micro-batch (about two minutes with the pauses) before its keys are dropped. */
 const MAX_ATTEMPTS = 8
 
-const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
 
 export interface BatcherHost {
   prepare(name: string): Promise<PreparedPipeline>

@@ -34,7 +34,8 @@ const WRITE_ATTEMPTS = 6
 /** Pause before the second attempt (doubling: about 8 s over all attempts). */
 const WRITE_PAUSE = 250
 
-const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
+/** A pause that does not keep the process alive (shutdown never waits for a retry). */
+export const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
 
 /** Rows in one order on every instance: concurrent UPSERTs of the same keys lock them alike and never deadlock. */
 const ordered = (rows: Iterable<PendingKey>) => [...rows].sort((a, b) => (a.recordKey < b.recordKey ? -1 : a.recordKey > b.recordKey ? 1 : 0))
