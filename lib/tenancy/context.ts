@@ -21,6 +21,11 @@ export function markUnsubscribed(tenant: string): void {
   unsubscribed.add(tenant)
 }
 
+/** Whether the tenant unsubscribed in this process (and has not subscribed again since). */
+export function isUnsubscribed(tenant: string): boolean {
+  return unsubscribed.has(tenant)
+}
+
 export function markSubscribed(tenant: string): void {
   unsubscribed.delete(tenant)
 }

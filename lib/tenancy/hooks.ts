@@ -17,7 +17,7 @@
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
-import { inTenant, markSubscribed, markUnsubscribed } from './context.js'
+import { inTenant, isUnsubscribed, markSubscribed, markUnsubscribed } from './context.js'
 import { afterCurrentTransaction } from '../engine/after-transaction.js'
 import { tenantWorkCount, tenantWorkEnded } from '../engine/tenant-work.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
@@ -124,10 +124,24 @@ export async function beforeUnsubscribe(tenant: string): Promise<void> {
   await registry.removeTenantSchedules(tenant)
 }
 
+/**
+ * Closes this process's connection pool of the tenant's database. MTX's unsubscribe disconnects
+ * it before deleting the database, but a query in that tenant in between (CAP's task queue, a
+ * request finishing) opens a new pool on the database being deleted; on SQLite that pool keeps
+ * the unlinked file open, and after a re-subscribe the app would read and write the deleted
+ * database instead of the new one (seen on a loaded machine: the re-subscribed tenant's task
+ * written where no one else could see it). Not awaited: closing waits for borrowed connections.
+ */
+function dropTenantPool(tenant: string): void {
+  const db = (cds as unknown as { db?: { disconnect?(tenant: string): Promise<unknown> } }).db
+  void db?.disconnect?.(tenant)?.catch(error => LOG.debug(`tenant '${tenant}': closing its connection pool failed: ${(error as Error).message}`))
+}
+
 /** After an unsubscribe: nothing of the tenant stays in this process; with `flushOnUnsubscribe` its entity cache goes. */
 export async function onUnsubscribe(tenant: string): Promise<void> {
   const { registry } = await engine()
   registry.forgetTenant(tenant)
+  dropTenantPool(tenant)
   if (tenancySettings().flushOnUnsubscribe) {
     await entityCache.flushTenant(tenant)
     responseCache.flushTenant(tenant)
@@ -172,7 +186,10 @@ export function attachDeploymentHooks(ds: DeploymentService): void {
   }
   ds.before('subscribe', req => {
     const tenant = tenantOf(req)
-    if (tenant) markSubscribed(tenant)
+    if (!tenant) return
+    // a pool opened while the tenant was gone may still point at its deleted database
+    if (isUnsubscribed(tenant)) dropTenantPool(tenant)
+    markSubscribed(tenant)
   })
   ds.after('subscribe', later('subscribe', onSubscribe))
   ds.after('upgrade', later('upgrade', onUpgrade))

@@ -72,7 +72,7 @@ beforeAll(async () => {
           'data-pipeline': { multitenancy: { parallel: 2 } },
         },
       }),
-      MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3', MTX_SLOW_TENANTS: 't2', MTX_SLOW_MS: String(SLOW_MS),
+      ...(process.env.MTX_DEBUG ? { DEBUG: process.env.MTX_DEBUG } : {}), MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3', MTX_SLOW_TENANTS: 't2', MTX_SLOW_MS: String(SLOW_MS),
     },
   })
 })
@@ -239,7 +239,10 @@ describe('multitenancy with @sap/cds-mtxs (SQLite database per tenant)', () => {
     const fresh = await waitFor(async () => { const p = await pipeline('t3', 'mtx.Books'); return p?.lastSync ? p : undefined }, 'sync after re-subscribe', 60_000)
     expect(fresh.statistics_created).toBe(BOOKS)
     expect((await runs('t3', 'mtx.Books')).map(r => r.trigger)).toEqual(['event'])
-    await waitFor(() => tasksSoFar('t3').length === 1, 'task of t3 after re-subscribe')
+    let seen: unknown[] = []
+    await waitFor(() => (seen = tasksSoFar('t3')).length === 1, 'task of t3 after re-subscribe').catch(error => {
+      throw new Error(`${(error as Error).message}: ${JSON.stringify(seen)}\n${app.output().split('\n').filter(line => /t3/.test(line)).slice(-40).join('\n')}`)
+    })
     expect(existsSync(cacheFile)).toBe(false)
   })
 })
