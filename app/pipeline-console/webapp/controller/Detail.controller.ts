@@ -111,7 +111,8 @@ export default class Detail extends Base {
 			this.ui().setProperty("/rejectsRun", { name, run: null });
 		}
 		if (tab === "flow" && !changed) void this.loadFlow(name);
-		if (tab === "preview") void this.loadPreview(name);
+		// the preview reads data: PipelineAdmin only (a URL does not open it for other roles)
+		if (tab === "preview" && this.perm().getProperty("/administer")) void this.loadPreview(name);
 	}
 
 	private async refresh(): Promise<void> {

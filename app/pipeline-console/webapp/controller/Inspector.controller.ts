@@ -46,6 +46,7 @@ export default class Inspector extends Base {
 	}
 
 	private async open(name: string, query: Query): Promise<void> {
+		if (!this.perm().getProperty("/administer")) return; // inspecting data is PipelineAdmin's
 		const side: Side = query.side === "source" ? "source" : "target";
 		const previous = this.ui().getProperty("/inspector") as State;
 		const state: State = { ...emptyInspector(side), capabilities: previous.capabilities, sideCapability: previous.capabilities[side],

@@ -10,7 +10,11 @@ import FilterOperator from "sap/ui/model/FilterOperator";
 import { apiError } from "../model/Api";
 import { readable } from "../model/permissions";
 import { POLL_IDLE } from "../model/Poller";
+import DateFormat from "sap/ui/core/format/DateFormat";
 import Base from "./Base";
+
+const SHORT_TIME = DateFormat.getTimeInstance({ style: "medium" });
+const SHORT_DATE = DateFormat.getDateInstance({ style: "medium" });
 
 /** The fields whose change anywhere (a run started by another client) refreshes the list at once. */
 const WATCHED = "name,status,lastSync,errorCount,currentRun";
@@ -64,6 +68,14 @@ export default class List extends Base {
 	/** The list's last successful run (the watermark before the service had lastSuccess). */
 	public formatLastSuccess(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
 		return this.formatLastSync(hasField ? lastSuccess : lastSync);
+	}
+
+	/** The same, short (time today, else date): under the badges while the detail is open. */
+	public formatLastSuccessShort(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
+		const value = hasField ? lastSuccess : lastSync;
+		if (!value) return this.text("neverRun");
+		const at = new Date(value);
+		return at.toDateString() === new Date().toDateString() ? SHORT_TIME.format(at) : SHORT_DATE.format(at);
 	}
 
 	/** Status and last run of every pipeline (a few bytes each): whether any changed since the last look. */
