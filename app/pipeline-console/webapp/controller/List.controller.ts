@@ -26,7 +26,7 @@ const WATCHED = "name,status,lastSync,errorCount,currentRun";
  * @namespace pipeline.console.controller
  */
 export default class List extends Base {
-	private signature = "";
+	private signature?: Map<string, string>;
 
 	public onInit(): void {
 		this.ui().setProperty("/fields", { progress: false, freshness: false });
@@ -39,6 +39,7 @@ export default class List extends Base {
 		(this.table().getBinding("items") as ODataListBinding | undefined)?.resume();
 		void this.detectFields();
 		this.poller().register("list", () => this.refreshList());
+		this.poller().registerOnChange("rows", () => (this.table().getBinding("items") as ODataListBinding | undefined)?.requestRefresh());
 		this.ui().bindProperty("/selected").attachChange(() => this.onListUpdated());
 		await this.poller().start(() => this.changed());
 	}
@@ -78,15 +79,15 @@ export default class List extends Base {
 		return at.toDateString() === new Date().toDateString() ? SHORT_TIME.format(at) : SHORT_DATE.format(at);
 	}
 
-	/** Status and last run of every pipeline (a few bytes each): whether any changed since the last look. */
-	private async changed(): Promise<boolean> {
+	/** Status and last run of every pipeline (a few bytes each): the pipelines changed since the last look. */
+	private async changed(): Promise<string[]> {
 		const binding = this.odata().bindList("/Pipelines", undefined, undefined, undefined, { $select: WATCHED }) as ODataListBinding;
 		try {
 			const contexts = await binding.requestContexts(0, 1000);
-			const signature = JSON.stringify(contexts.map(c => WATCHED.split(",").map(field => c.getProperty(field) as unknown)));
-			const changed = this.signature !== "" && signature !== this.signature;
+			const signature = new Map(contexts.map(c => [c.getProperty("name") as string, JSON.stringify(WATCHED.split(",").map(field => c.getProperty(field) as unknown))]));
+			const before = this.signature;
 			this.signature = signature;
-			return changed;
+			return before ? [...signature].filter(([name, value]) => before.get(name) !== value).map(([name]) => name) : [];
 		} finally {
 			binding.destroy();
 		}
