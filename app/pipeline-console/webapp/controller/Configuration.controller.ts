@@ -18,12 +18,15 @@ export default class Configuration extends Base {
 
 	public onInit(): void {
 		this.api = new Api(this.odata());
+		// (the overview's Events section reads ui>/config/events too: loaded for every pipeline opened)
 		const reload = () => {
 			const name = this.selected();
-			if (name && this.ui().getProperty("/tab") === "config") void this.load(name);
+			if (name) void this.load(name);
 		};
 		this.ui().bindProperty("/selected").attachChange(reload);
-		this.ui().bindProperty("/tab").attachChange(reload);
+		this.ui().bindProperty("/tab").attachChange(() => {
+			if (this.ui().getProperty("/tab") === "config") reload();
+		});
 		this.ui().bindProperty("/configReload").attachChange(reload);
 	}
 
