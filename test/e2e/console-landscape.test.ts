@@ -99,8 +99,10 @@ describe('console landscape', () => {
   test('each node\'s accessible name is its visible text', async () => {
     const names = await graph().locator('g.pcNode').evaluateAll(nodes => nodes.map(g => {
       const ids = (g.getAttribute('aria-labelledby') ?? '').split(/\s+/).filter(Boolean)
-      const name = ids.map(id => document.getElementById(id)?.textContent ?? '').join(' ')
-      const visible = [...g.querySelectorAll('text')].map(t => t.textContent ?? '').join(' ')
+      const tidy = (text: string) => text.replace(/\s+/g, ' ').trim()
+      // the name: the labelling texts joined by spaces; the visible text: the node's texts as they are
+      const name = tidy(ids.map(id => document.getElementById(id)?.textContent ?? '').join(' '))
+      const visible = tidy([...g.querySelectorAll('text')].map(t => t.textContent ?? '').join(''))
       return { key: g.getAttribute('data-key'), name, visible, label: g.getAttribute('aria-label') }
     }))
     expect(names.length).toBeGreaterThanOrEqual(8)
@@ -150,7 +152,9 @@ describe('console landscape', () => {
   })
 
   test('Tab presses from load to the Start button', async () => {
+    // a click into the page's top corner: the sequential focus navigation starts at the top, as after a load
     await page.evaluate(() => { (document.activeElement as HTMLElement | null)?.blur(); window.scrollTo(0, 0) })
+    await page.mouse.click(2, 2)
     let presses = 0
     let inGraph = 0
     const at = () => page.evaluate(() => ({

@@ -89,8 +89,6 @@ export default class Graph extends Control {
 			if (label) rm.attr("aria-label", label);
 			if (!data || !data.nodes || !data.nodes.length) {
 				control.spots = [];
-				// nothing inside to focus: the (scrolling) container itself is the tab stop
-				rm.attr("tabindex", "0");
 				rm.openEnd();
 				rm.openStart("div").class("pcGraphEmpty").openEnd();
 				rm.text(control.getProperty("emptyText") as string);
@@ -121,6 +119,8 @@ export default class Graph extends Control {
 			const cls = ["pcLine", STATUS_CLASS[edge.status] ?? ""].join(" ").trim();
 			parts.push(`<path class="${cls}" data-from="${escape(edge.from)}" data-to="${escape(edge.to)}" d="${edge.path}" marker-end="url(#${id}-arrow)" aria-hidden="true"/>`);
 		}
+		// the texts end in a space: the visible text (all texts of the node, joined as they are) then
+		// reads as the name does (the labelling texts joined by spaces)
 		result.boxes.forEach((node, index) => {
 			const state = stateOf(node);
 			const cls = ["pcNode", `pcKind-${node.kind}`, STATUS_CLASS[node.status] ?? "", state ? `pcState-${state}` : "", node.running ? "pcRunning" : ""].join(" ").replace(/\s+/g, " ").trim();
@@ -131,8 +131,8 @@ export default class Graph extends Control {
 				+ ` role="${options.pressable ? "button" : "img"}" aria-labelledby="${labelled}" transform="translate(${node.x},${node.y})">`
 				+ `<title>${escape(`${node.title}, ${sub}`)}</title>`
 				+ `<rect width="${node.width}" height="${node.height}" rx="6"/>`
-				+ `<text id="${nodeId}-t" class="pcNodeTitle" x="10" y="19" clip-path="url(#${id}-clip)">${escape(node.title)}</text>`
-				+ `<text id="${nodeId}-s" class="pcNodeSub" x="10" y="36" clip-path="url(#${id}-clip)">${escape(sub)}</text>`
+				+ `<text id="${nodeId}-t" class="pcNodeTitle" x="10" y="19" clip-path="url(#${id}-clip)">${escape(node.title)} </text>`
+				+ `<text id="${nodeId}-s" class="pcNodeSub" x="10" y="36" clip-path="url(#${id}-clip)">${escape(sub)}${state ? " " : ""}</text>`
 				+ (state ? `<text id="${nodeId}-m" class="pcNodeMark" x="10" y="52" clip-path="url(#${id}-clip)">${escape(STATE_WORD[state])}</text>` : "")
 				+ `</g>`);
 		});
@@ -149,6 +149,11 @@ export default class Graph extends Control {
 		// a re-render (the console polls) keeps the focus on the same node
 		if (this.focusInside) this.nodeElement(this.activeKey)?.focus({ preventScroll: true });
 		this.focusInside = false;
+	}
+
+	/** UI5 restores the focus after a re-render to this element: the node with the tab stop. */
+	getFocusDomRef(): Element | null {
+		return this.nodeElement(this.activeKey) ?? this.getDomRef();
 	}
 
 	private nodeElement(key: string): SVGGElement | null {
