@@ -522,12 +522,15 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     expect(isOrange(await messages.first().locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
     await expect(page.locator(`${byId('driftStrip')}.sapMMsgStripWarning`).count()).resolves.toBe(1)
     await screenshot(byId('detailPage'), 'console-column-2-overview-drift.png')
-    // the data-flow graph: the source node and its line in orange
+    // the data-flow graph: the source node marked "schema drift" in the legend's drift colour, its line in orange
     await tab('Flow')
     const source = page.locator(`${byId('flowGraph')} g.pcNode[data-key="source"]`)
     await source.waitFor()
     expect(await source.getAttribute('class')).toContain('pcWarning')
-    expect(isOrange(await source.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+    expect(await source.getAttribute('data-state')).toBe('drift')
+    await expect(source.locator('.pcNodeMark').textContent()).resolves.toBe('schema drift')
+    const swatch = page.locator(`${byId('flowLegend')} li[data-state="drift"] .pcSwatch`)
+    expect(await source.locator('rect').evaluate(el => getComputedStyle(el).stroke)).toBe(await swatch.evaluate(el => getComputedStyle(el).borderTopColor))
     expect(isOrange(await page.locator(`${byId('flowGraph')} path.pcLine.pcWarning`).first().evaluate(el => getComputedStyle(el).stroke))).toBe(true)
     await screenshot(byId('detailPage'), 'console-column-2-flow-drift.png')
   })
