@@ -21,7 +21,12 @@ export interface GraphNode {
   description?: string
   /** Pipeline nodes of the landscape: 'fresh' | 'stale' | 'unknown'. */
   freshness?: Freshness
+  /** What the console marks the node with (its own colour and word, explained by the legend); unset: nothing. */
+  state?: NodeState
 }
+
+/** Failed (the last run), stale (maxStaleness), customized (hooks, adapters, overrides), schema drift (a source). */
+export type NodeState = 'failed' | 'stale' | 'customized' | 'drift'
 
 export interface GraphLine {
   from: string
@@ -62,17 +67,26 @@ function driftOf(facts: PipelineFacts): SchemaDriftReport | null {
   return facts.drift !== undefined ? facts.drift : latestDrift(facts.pipeline.name) ?? null
 }
 
+/**
+ * An entity of a service by its name within the service: `@federated`/`@federation.replicate`
+ * declare `Orders` of `ProviderService`, a coded pipeline may say `ProviderService.Orders` — one
+ * remote entity, so one landscape node.
+ */
+export function entityInService(service: string | undefined, entity: string): string {
+  return service && entity.startsWith(`${service}.`) && entity.length > service.length + 1 ? entity.slice(service.length + 1) : entity
+}
+
 function sourceTitle(pipeline: ResolvedPipeline): { key: string; title: string; group: string } {
   const { source, rest } = pipeline.config
   const group = source.service ?? 'db'
-  const what = source.entity ?? (source.query ? '[query]' : (rest?.path as string | undefined) ?? (source.adapter ? source.adapter.name : '?'))
+  const what = source.entity ? entityInService(source.service, source.entity) : source.query ? '[query]' : (rest?.path as string | undefined) ?? (source.adapter ? source.adapter.name : '?')
   return { key: `source:${group}/${what}`, title: what, group }
 }
 
 function targetTitle(pipeline: ResolvedPipeline): { key: string; title: string; group: string } {
   const { target } = pipeline.config
   const group = target.service ?? 'db'
-  const what = target.entity ?? target.adapter?.name ?? '?'
+  const what = target.entity ? entityInService(target.service, target.entity) : target.adapter?.name ?? '?'
   return { key: `target:${group}/${what}`, title: what, group }
 }
 
@@ -93,13 +107,14 @@ export function flowMetadata(facts: PipelineFacts) {
   const nodes: GraphNode[] = [
     {
       key: 'source', title: source.title, kind: 'source', group: source.group, status: pipeline.config.source.adapter || drift ? 'Warning' : 'None',
+      ...(drift ? { state: 'drift' as const } : pipeline.config.source.adapter ? { state: 'customized' as const } : {}),
       description: `${sourceKindOf(pipeline)} source${drift ? ` — schema drift: ${drift.changes.map(c => c.message).join('; ')}` : ''}`,
     },
     ...events.map(e => ({
-      key: e.event, title: e.event, kind: 'event' as const, status: e.status,
+      key: e.event, title: e.event, kind: 'event' as const, status: e.status, ...(e.hooks.length ? { state: 'customized' as const } : {}),
       description: e.hooks.length ? e.hooks.map(h => `${h.phase} ${h.handler}${h.scope === 'all' ? ' (all pipelines)' : ''}`).join(', ') : 'built-in',
     })),
-    { key: 'target', title: target.title, kind: 'target', group: target.group, status: pipeline.config.target.adapter ? 'Warning' : 'None', description: pipeline.config.target.adapter ? 'custom target' : 'database target' },
+    { key: 'target', title: target.title, kind: 'target', group: target.group, status: pipeline.config.target.adapter ? 'Warning' : 'None', ...(pipeline.config.target.adapter ? { state: 'customized' as const } : {}), description: pipeline.config.target.adapter ? 'custom target' : 'database target' },
   ]
   const chain = ['source', EVENTS.START, EVENTS.READ, EVENTS.MAP, EVENTS.WRITE, 'target']
   const statusOf = (key: string) => nodes.find(n => n.key === key)!.status
@@ -134,13 +149,14 @@ export function landscapeMetadata(all: PipelineFacts[]) {
     const freshness = freshnessOf(pipeline.maxStaleness, facts.lastSuccess)
     const pipelineKey = `pipeline:${pipeline.name}`
     if (!nodes.has(source.key)) nodes.set(source.key, { key: source.key, title: source.title, kind: 'source', group: source.group, status: 'None' })
-    if (driftOf(facts)) Object.assign(nodes.get(source.key)!, { status: 'Warning', description: 'schema drift' })
+    if (driftOf(facts)) Object.assign(nodes.get(source.key)!, { status: 'Warning', description: 'schema drift', state: 'drift' })
     if (!nodes.has(target.key)) nodes.set(target.key, { key: target.key, title: target.title, kind: 'target', group: target.group, status: 'None' })
     nodes.set(pipelineKey, {
       key: pipelineKey, title: pipeline.name, kind: 'pipeline', group: 'pipelines',
       status: facts.status === 'failed' ? 'Error' : freshness === 'stale' ? 'Warning' : warning,
       description: `${pipeline.shape}-shape, ${pipeline.mode}${freshness === 'stale' ? `, stale: ${facts.lastSuccess ? `last successful run ${facts.lastSuccess}` : 'no successful run'}` : ''}`,
       freshness,
+      ...(facts.status === 'failed' ? { state: 'failed' as const } : freshness === 'stale' ? { state: 'stale' as const } : warning === 'Warning' ? { state: 'customized' as const } : {}),
     })
     addLine({ from: source.key, to: pipelineKey, status: warning })
     addLine({ from: pipelineKey, to: target.key, status: warning })

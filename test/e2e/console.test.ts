@@ -314,8 +314,9 @@ describe('pipeline console in headless Chromium (demo app)', () => {
       expect(isOrange(await stale.locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
       expect(await row('orders').locator('.pcStale').isVisible()).toBe(false) // orders ran a moment ago (maxStaleness 10 min)
       const node = page.locator(`${byId('landscapeGraph')} g.pcNode[data-key="pipeline:revenue-by-country"]`)
-      await waitUntil(async () => (await node.getAttribute('class'))?.includes('pcWarning') && /stale/.test((await node.getAttribute('aria-label')) ?? ''), 'the stale landscape node')
-      expect(isOrange(await node.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+      // the landscape marks it stale: its own colour (not the customized orange) and the word
+      await waitUntil(async () => (await node.getAttribute('data-state')) === 'stale' && (await node.locator('.pcNodeMark').textContent()) === 'stale', 'the stale landscape node')
+      expect(isOrange(await node.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(false)
       await screenshot(byId('listPage'), 'console-column-1-stale.png')
     } finally {
       await api(bound('revenue-by-country', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'maxStaleness' }) })
@@ -409,7 +410,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     })
     const graph = page.locator(byId('flowGraph'))
     await graph.locator('g.pcNode').first().waitFor()
-    expect(await graph.getAttribute('tabindex')).toBe('0')
+    expect(await graph.getAttribute('tabindex')).toBeNull() // one tab stop: a node (roving tabindex)
     const column = await page.locator(byId('detailPage')).evaluate(el => el.getBoundingClientRect().toJSON())
     const box = await graph.evaluate(el => el.getBoundingClientRect().toJSON())
     expect(box.right).toBeLessThanOrEqual(column.right + 1) // the graph's container fits its column
@@ -425,14 +426,18 @@ describe('pipeline console in headless Chromium (demo app)', () => {
           && r.right <= window.innerWidth && r.bottom <= window.innerHeight
       })
       expect(inside, `node ${key} inside the visible area`).toBe(true)
-      expect(await node.getAttribute('tabindex')).toBe('0')
-      expect((await node.getAttribute('aria-label')) ?? '').not.toBe('')
+      expect(await node.getAttribute('tabindex')).toMatch(/^(0|-1)$/)
+      expect((await node.getAttribute('aria-labelledby')) ?? '').not.toBe('')
       await node.focus()
       expect(await page.evaluate(() => document.activeElement?.getAttribute('data-key'))).toBe(key)
     }
-    // Tab from the graph's container reaches its first node
-    await graph.focus()
-    await page.keyboard.press('Tab')
+    // the graph is one tab stop: the node focused last; the arrow keys move on
+    await expect(graph.locator('[tabindex="0"]').count()).resolves.toBe(1)
+    await graph.locator('[tabindex="0"]').focus()
+    await page.keyboard.press('Home')
+    const first = await page.evaluate(() => document.activeElement?.getAttribute('data-key'))
+    await page.keyboard.press('ArrowDown')
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-key'))).not.toBe(first)
     expect(await page.evaluate(() => document.activeElement?.classList.contains('pcNode'))).toBe(true)
     await page.locator(`${byId('flowGraph')} g.pcNode[data-key="PIPELINE.DONE"]`).evaluate(el => el.scrollIntoView({ block: 'nearest', inline: 'nearest' }))
     await page.screenshot({ path: path.join(RESULTS, 'console-three-columns-flow.png') })
@@ -517,12 +522,15 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     expect(isOrange(await messages.first().locator('.sapMObjStatusText').evaluate(el => getComputedStyle(el).color))).toBe(true)
     await expect(page.locator(`${byId('driftStrip')}.sapMMsgStripWarning`).count()).resolves.toBe(1)
     await screenshot(byId('detailPage'), 'console-column-2-overview-drift.png')
-    // the data-flow graph: the source node and its line in orange
+    // the data-flow graph: the source node marked "schema drift" in the legend's drift colour, its line in orange
     await tab('Flow')
     const source = page.locator(`${byId('flowGraph')} g.pcNode[data-key="source"]`)
     await source.waitFor()
     expect(await source.getAttribute('class')).toContain('pcWarning')
-    expect(isOrange(await source.locator('rect').evaluate(el => getComputedStyle(el).stroke))).toBe(true)
+    expect(await source.getAttribute('data-state')).toBe('drift')
+    await expect(source.locator('.pcNodeMark').textContent()).resolves.toBe('schema drift')
+    const swatch = page.locator(`${byId('flowLegend')} li[data-state="drift"] .pcSwatch`)
+    expect(await source.locator('rect').evaluate(el => getComputedStyle(el).stroke)).toBe(await swatch.evaluate(el => getComputedStyle(el).borderTopColor))
     expect(isOrange(await page.locator(`${byId('flowGraph')} path.pcLine.pcWarning`).first().evaluate(el => getComputedStyle(el).stroke))).toBe(true)
     await screenshot(byId('detailPage'), 'console-column-2-flow-drift.png')
   })

@@ -16,6 +16,8 @@ export interface GraphNode {
 	running?: boolean;
 	/** Landscape pipelines: 'fresh' | 'stale' | 'unknown' (maxStaleness). */
 	freshness?: string;
+	/** 'failed' | 'stale' | 'customized' | 'drift': the node's own colour and word (GraphLegend). */
+	state?: string;
 }
 
 export interface GraphLine {
@@ -64,7 +66,8 @@ export interface Layout {
 }
 
 export const NODE_WIDTH = 190;
-export const NODE_HEIGHT = 48;
+/** Three lines: title, description, state word. */
+export const NODE_HEIGHT = 60;
 const GAP_X = 70;
 const GAP_Y = 16;
 const GROUP_GAP = 30;
