@@ -30,9 +30,10 @@ import type { FlexibleColumnLayout$StateChangeEvent } from "sap/f/FlexibleColumn
 import Api, { apiError } from "../model/Api";
 import { loadPermissions, readable } from "../model/permissions";
 import type { GraphData } from "../control/layout";
-import { display, number, parseJson, type ConfigField, type DriftReport, type FlowData, type InspectorFilter, type InspectResult, type Progress, type RejectsState, type SweepState } from "../model/types";
+import { display, number, parseJson, type DriftReport, type FlowData, type InspectorFilter, type InspectResult, type Progress, type RejectsState, type SweepState } from "../model/types";
 import { duration, type HistoryRun } from "../control/HistoryChart";
 import EventsSection from "../model/events";
+import type Configuration from "./Configuration.controller";
 
 /** Poll intervals (SPEC "Limits"): 30 s while no pipeline runs, 3 s while any runs. */
 export const POLL_IDLE = 30000;
@@ -147,10 +148,6 @@ export default class App extends Controller {
 
 	public formatDateTime(value: string | null): string {
 		return value ? this.dateFormat.format(new Date(value)) : "";
-	}
-
-	public formatJson(value: unknown): string {
-		return value === null || value === undefined ? "" : JSON.stringify(value);
 	}
 
 	public formatPollInfo(anyRunning: boolean, interval: number): string {
@@ -637,15 +634,14 @@ export default class App extends Controller {
 		}
 	}
 
+	/** The Configuration tab is a nested view with its own controller (typed settings editor). */
 	private async loadConfig(name: string): Promise<void> {
-		try {
-			const view = await this.api.configView<{ fields: ConfigField[] }>(name);
-			if (this.selected() !== name) return;
-			for (const field of view.fields) field.draft = field.source === "override" ? JSON.stringify(field.override) : "";
-			this.ui().setProperty("/config", view);
-		} catch (error) {
-			this.showError(error);
-		}
+		const configuration = this.control<View>("configuration")?.getController() as Configuration | undefined;
+		if (!configuration) return;
+		configuration.onSaved ??= () => void this.poll();
+		// the events section reads the effective events settings of the same configView()
+		configuration.onLoaded ??= view => { if (this.selected() === view.name) this.ui().setProperty("/config", view.config); };
+		await configuration.showPipeline(name);
 	}
 
 	private async loadPreview(name: string): Promise<void> {
@@ -777,55 +773,6 @@ export default class App extends Controller {
 			this.showError(error);
 		}
 		await Promise.all([this.poll(), this.loadConfig(name)]);
-	}
-
-	public async onSaveOverrides(): Promise<void> {
-		const name = this.selected();
-		if (!name) return;
-		const fields = ((this.ui().getProperty("/config/fields") ?? []) as ConfigField[]).filter(f => f.overridable);
-		const changes: Record<string, unknown> = {};
-		const cleared: string[] = [];
-		for (const field of fields) {
-			const draft = (field.draft ?? "").trim();
-			const current = field.source === "override" ? JSON.stringify(field.override) : "";
-			if (draft === current) continue;
-			if (!draft) {
-				if (field.source === "override") cleared.push(field.path);
-				continue;
-			}
-			try {
-				changes[field.path] = JSON.parse(draft);
-			} catch {
-				// a bare word such as full is taken as a string
-				if (/^[\w.-]+$/.test(draft) && !/^\d/.test(draft)) changes[field.path] = draft;
-				else return this.showError(new Error(this.text("invalidJson", [field.path, draft])));
-			}
-		}
-		if (!Object.keys(changes).length && !cleared.length) {
-			MessageToast.show(this.text("noOverrideChanges"));
-			return;
-		}
-		try {
-			if (Object.keys(changes).length) await this.api.bound(name, "setOverrides", { overrides: JSON.stringify(changes) });
-			if (cleared.length) await this.api.bound(name, "clearOverrides", { keys: cleared.join(",") });
-			MessageToast.show(this.text("overridesSaved", [name]));
-		} catch (error) {
-			this.showError(error);
-		}
-		await Promise.all([this.loadConfig(name), this.poll()]);
-	}
-
-	public async onClearOverride(event: Event): Promise<void> {
-		const name = this.selected();
-		const path = (event.getSource() as Control).getBindingContext("ui")?.getProperty("path") as string | undefined;
-		if (!name || !path) return;
-		try {
-			await this.api.bound(name, "clearOverrides", { keys: path });
-			MessageToast.show(this.text("overrideCleared", [name, path]));
-		} catch (error) {
-			this.showError(error);
-		}
-		await Promise.all([this.loadConfig(name), this.poll()]);
 	}
 
 	public onShowRunError(event: Event): void {
