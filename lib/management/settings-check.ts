@@ -33,9 +33,8 @@ function problemOf(error: unknown, fallback: string): SettingProblem {
 }
 
 /**
- * Checks changed overrides (a JSON object, dotted or nested) on top of the current ones: each
- * setting alone first, so that every bad field is named, then all together (rules between settings,
- * such as delta with a query-shape source). `check` resolves a whole override set and throws.
+ * Checks changed overrides (a JSON object, dotted or nested) on top of the current ones, naming
+ * every bad setting. `check` resolves a whole override set and throws.
  */
 export function validateOverrides(text: string, current: Overrides, check: (overrides: Overrides) => void): ValidationResult {
   if (text.length > MAX_OVERRIDES_LENGTH) return invalid('overrides', `${text.length} characters; at most ${MAX_OVERRIDES_LENGTH} are accepted`)
@@ -51,20 +50,20 @@ export function validateOverrides(text: string, current: Overrides, check: (over
   } catch (error) {
     return { valid: false, problems: [problemOf(error, 'overrides')] }
   }
+  // all together, then again without each setting found bad, until the rest passes: every bad
+  // setting is named, and settings that need each other (delta.mode with its fields) are checked together
   const problems: SettingProblem[] = []
-  for (const [path, value] of Object.entries(changes)) {
+  const remaining = { ...changes }
+  for (let round = 0; round <= Object.keys(changes).length; round++) {
     try {
-      check({ ...current, [path]: value })
+      check({ ...current, ...remaining })
+      break
     } catch (error) {
-      // a problem elsewhere (a stored override no longer valid) is named as it is
-      problems.push(problemOf(error, path))
-    }
-  }
-  if (!problems.length) {
-    try {
-      check({ ...current, ...changes })
-    } catch (error) {
-      problems.push(problemOf(error, 'overrides'))
+      const problem = problemOf(error, 'overrides')
+      problems.push(problem)
+      const path = Object.keys(remaining).find(key => problem.target === key || problem.target.startsWith(`${key}.`))
+      if (!path) break // (a setting not edited, e.g. a field delta.mode needs)
+      delete remaining[path]
     }
   }
   return { valid: problems.length === 0, problems }

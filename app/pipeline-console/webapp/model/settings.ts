@@ -183,7 +183,7 @@ export function problemOf(editor: SettingEditor): { key: string; args: unknown[]
 			return Number.isFinite(n) && low && n <= rule.max! ? undefined : { key: rule.minExclusive ? "ruleNumberExclusive" : "ruleNumber", args: [rule.min, rule.max] };
 		}
 		case "text":
-			if (rule.maxLength !== undefined && [...editor.draft].length > rule.maxLength) return { key: "ruleLength", args: [rule.maxLength] };
+			if (rule.maxLength !== undefined && codePoints(editor.draft) > rule.maxLength) return { key: "ruleLength", args: [rule.maxLength] };
 			return rule.pattern && !new RegExp(rule.pattern).test(editor.draft) ? { key: "rulePattern", args: [] } : undefined;
 		case "duration":
 			if (/^\d+$/.test(draft)) return Number(draft) >= (rule.min ?? 1) ? undefined : { key: "ruleDuration", args: [] };
@@ -199,6 +199,11 @@ export function problemOf(editor: SettingEditor): { key: string; args: unknown[]
 		default:
 			return undefined;
 	}
+}
+
+/** Characters as the server counts them: code points (a surrogate pair is one). */
+function codePoints(text: string): number {
+	return text.length - (text.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0);
 }
 
 /** Whether the editor's draft differs from the current override. */
