@@ -35,6 +35,7 @@ export default class Configuration extends Controller {
 	private api!: Api;
 	private readonly cfg = new JSONModel({ name: null, editors: [], changes: [] });
 	private previewTimer?: ReturnType<typeof setTimeout>;
+	private loading?: Promise<void>;
 	/** Set by the owner after each save, so that the list and the overview follow. */
 	public onSaved?: () => void;
 	/** Set by the owner: the configView() each load answered (the events section shows part of it). */
@@ -76,11 +77,24 @@ export default class Configuration extends Controller {
 		return args.some(a => a === undefined || a === null) ? "" : formatMessage(pattern, args);
 	}
 
-	/** Shows a pipeline's settings (reloaded from the server: unsaved edits of another pipeline are dropped). */
-	public async showPipeline(name: string): Promise<void> {
+	/**
+	 * Shows a pipeline's settings. The same pipeline again (tab switches, the owner's reloads) keeps
+	 * unsaved edits and shares a load under way; another pipeline drops them.
+	 */
+	public showPipeline(name: string): Promise<void> {
+		if (name === this.name() && (this.loading || this.editors().some(editor => editor.changed))) return this.loading ?? Promise.resolve();
+		return this.load(name);
+	}
+
+	private load(name: string): Promise<void> {
 		this.api ??= new Api(this.odata());
 		if (name !== this.name()) this.cfg.setProperty("/editors", []);
 		this.cfg.setProperty("/name", name);
+		const loading = this.fetch(name).finally(() => { if (this.loading === loading) this.loading = undefined; });
+		return (this.loading = loading);
+	}
+
+	private async fetch(name: string): Promise<void> {
 		try {
 			const view = await this.api.configView<{ fields: ServedField[] }>(name);
 			if (this.name() !== name) return;
@@ -221,7 +235,7 @@ export default class Configuration extends Controller {
 			return;
 		}
 		MessageToast.show(this.text("overridesSaved", [name]));
-		await this.showPipeline(name);
+		await this.load(name);
 		this.onSaved?.();
 	}
 }
