@@ -9,9 +9,10 @@ import type Dialog from "sap/m/Dialog";
 import type Event from "sap/ui/base/Event";
 import type Control from "sap/ui/core/Control";
 import type { Switch$ChangeEvent } from "sap/m/Switch";
+import type { Select$ChangeEvent } from "sap/m/Select";
 import Api, { apiError } from "../model/Api";
 import { display } from "../model/types";
-import { diff, editorsOf, isChanged, payloads, problemOf, resetToCoded, scheduleValue, show, type ServedField, type SettingEditor } from "../model/settings";
+import { CODED, choose, diff, editorsOf, isChanged, payloads, problemOf, resetToCoded, scheduleValue, show, type ServedField, type SettingEditor } from "../model/settings";
 
 /** Next fire times shown under a schedule being edited. */
 const PREVIEW_COUNT = 3;
@@ -118,6 +119,14 @@ export default class Configuration extends Controller {
 		if (!found) return;
 		this.check(found.editor);
 		if (found.editor.control === "schedule") this.schedulePreview(found.path, found.editor);
+		this.cfg.refresh(true);
+	}
+
+	public onChoose(event: Select$ChangeEvent): void {
+		const found = this.editorOf(event);
+		if (!found) return;
+		choose(found.editor, event.getParameter("selectedItem")?.getKey() ?? CODED);
+		this.check(found.editor);
 		this.cfg.refresh(true);
 	}
 

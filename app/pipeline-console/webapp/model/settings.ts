@@ -56,7 +56,9 @@ export interface SettingEditor {
 	/** A switch's position: the draft's, else the effective value. */
 	state: boolean;
 	schedule: ScheduleDraft;
-	/** Select entries: "" (coded/default) first, then the rule's values. */
+	/** A select's entry: {@link CODED} or one of the rule's values (the draft follows it). */
+	choice: string;
+	/** Select entries: {@link CODED} (the coded value or the default) first, then the rule's values. */
 	options: Array<{ key: string; text: string }>;
 	valueState: "None" | "Error" | "Warning";
 	valueStateText: string;
@@ -74,6 +76,9 @@ export interface Change {
 	to: string;
 	value?: unknown;
 }
+
+/** The select entry "no override": the coded value or the default applies. */
+export const CODED = "@coded";
 
 const CONTROL: Record<SettingType, Control> = {
 	enum: "select", integer: "number", number: "number", boolean: "switch", text: "text", duration: "text", schedule: "schedule", json: "json"
@@ -104,8 +109,8 @@ export function editorsOf(fields: ServedField[], codedText: (field: ServedField)
 			path: field.path, control: CONTROL[rule.type] ?? "json", rule,
 			coded: field.coded, effective: field.effective, source: field.source,
 			override: hasOverride ? field.override : null, hasOverride,
-			draft, state: false, schedule: scheduleDraft(field.override, hasOverride),
-			options: [{ key: "", text: codedText(field) }, ...(rule.values ?? []).map(value => ({ key: value, text: value }))],
+			draft, choice: draft || CODED, state: false, schedule: scheduleDraft(field.override, hasOverride),
+			options: [{ key: CODED, text: codedText(field) }, ...(rule.values ?? []).map(value => ({ key: value, text: value }))],
 			valueState: "None", valueStateText: "", changed: false, preview: ""
 		};
 		editor.state = rule.type === "boolean" ? (draft ? draft === "true" : field.effective === true) : false;
@@ -122,6 +127,12 @@ export function scheduleValue(schedule: ScheduleDraft): unknown {
 		return { every: /^\d+$/.test(every) ? Number(every) : every, engine: schedule.engine };
 	}
 	return undefined;
+}
+
+/** A select's entry chosen: the draft follows (the coded entry is no override). */
+export function choose(editor: SettingEditor, choice: string): void {
+	editor.choice = choice;
+	editor.draft = choice === CODED ? "" : choice;
 }
 
 /** The override an editor's draft sets: `{ none: true }` when it sets none. */
@@ -240,6 +251,7 @@ export function payloads(changes: Change[]): { overrides: Record<string, unknown
 /** "Reset to coded": the editor sets no override any more (saved with the others). */
 export function resetToCoded(editor: SettingEditor): void {
 	editor.draft = "";
+	editor.choice = CODED;
 	editor.schedule = { kind: "", every: "", cron: "", engine: "spawn" };
 	if (editor.rule.type === "boolean") editor.state = editor.coded === null || editor.coded === undefined ? editor.effective === true : editor.coded === true;
 	editor.preview = "";
