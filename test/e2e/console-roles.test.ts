@@ -20,7 +20,7 @@ const NEEDS_ADMIN = 'Needs the PipelineAdmin role'
 
 /** Requests a PipelineViewer may not send: operations of PipelineOperator and PipelineAdmin, and the data they guard. */
 const OPERATOR_ONLY = /\/(start|execute|flush|setEnabled|replayRejects)\b|DataPipelineManagementService\.(start|setEnabled|replayRejects)\b/
-const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
+const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|validateOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
 
 let demo: Demo | undefined
 let browser: Browser
