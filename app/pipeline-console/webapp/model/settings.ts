@@ -230,7 +230,7 @@ export function diff(editors: SettingEditor[]): Change[] {
 	for (const editor of editors) {
 		if (!isChanged(editor)) continue;
 		const now = valueOf(editor);
-		const from = editor.hasOverride ? show(editor.override) : show(editor.effective);
+		const from = (editor.hasOverride ? show(editor.override) : show(editor.effective)) || "–";
 		if ("none" in now) changes.push({ path: editor.path, action: "clear", from, to: show(editor.coded) || "–" });
 		else changes.push({ path: editor.path, action: "set", from, to: show(now.value) || "null", value: now.value });
 	}
