@@ -100,6 +100,8 @@ describe('typed configuration editor (headless Chromium)', () => {
     await expect(setting('transaction').locator('.pcSettingSelect').count()).resolves.toBe(1)
     await expect(setting('source.batchSize').locator('.pcSettingNumber input[type="number"]').count()).resolves.toBe(1)
     await expect(setting('source.batchSize').locator('.pcSettingNumber input').getAttribute('placeholder')).resolves.toBe('1 – 100000')
+    await expect(setting('retry.maxRetries').locator('.pcSettingNumber input').getAttribute('placeholder')).resolves.toBe('≥ 0')
+    await expect(setting('retry.baseDelay').locator('.pcSettingNumber input').getAttribute('placeholder')).resolves.toBe('0 – 2147483647 ms')
     await expect(setting('enabled').locator('.sapMSwt').count()).resolves.toBe(1)
     await expect(setting('deletes.force').locator('.sapMSwt').count()).resolves.toBe(1)
     await expect(setting('description').locator('.pcSettingText input').count()).resolves.toBe(1)
@@ -109,7 +111,7 @@ describe('typed configuration editor (headless Chromium)', () => {
     // the select offers the served values beside the coded one
     await setting('mode').locator('.pcSettingSelect').click()
     const entries = await page.locator('.sapMSelectList:visible li').allInnerTexts()
-    expect(entries.map(e => e.trim())).toEqual(['coded: delta', 'delta', 'full'])
+    expect(entries.map(e => e.trim())).toEqual(['default: delta', 'delta', 'full'])
     await page.keyboard.press('Escape')
     await shot('console-config-typed.png')
   })

@@ -3,7 +3,6 @@ import JSONModel from "sap/ui/model/json/JSONModel";
 import type ODataModel from "sap/ui/model/odata/v4/ODataModel";
 import type ResourceModel from "sap/ui/model/resource/ResourceModel";
 import type ResourceBundle from "sap/base/i18n/ResourceBundle";
-import formatMessage from "sap/base/strings/formatMessage";
 import MessageToast from "sap/m/MessageToast";
 import type Dialog from "sap/m/Dialog";
 import type Event from "sap/ui/base/Event";
@@ -74,8 +73,11 @@ export default class Configuration extends Controller {
 		return value === null || value === undefined ? "–" : show(value);
 	}
 
-	public formatMessage(pattern: string, ...args: unknown[]): string {
-		return args.some(a => a === undefined || a === null) ? "" : formatMessage(pattern, args);
+	/** A number input's range as its placeholder ("1 – 100000", "≥ 0", "0 – 2147483647 ms"). */
+	public formatRange(min: number | undefined, max: number | undefined, unit: string | undefined): string {
+		if (min === undefined || min === null) return "";
+		const range = max === undefined || max === null || max >= Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `${min} – ${max}`;
+		return unit ? `${range} ${unit}` : range;
 	}
 
 	/**
@@ -99,7 +101,8 @@ export default class Configuration extends Controller {
 		try {
 			const view = await this.api.configView<{ fields: ServedField[] }>(name);
 			if (this.name() !== name) return;
-			const editors = editorsOf(view.fields, field => this.text("codedOption", [field.coded === null || field.coded === undefined ? show(field.effective) : show(field.coded)]));
+			const editors = editorsOf(view.fields, field => field.coded === null || field.coded === undefined
+				? this.text("defaultOption", [show(field.effective) || "–"]) : this.text("codedOption", [show(field.coded)]));
 			this.cfg.setProperty("/editors", editors);
 			this.onLoaded?.({ name, config: view });
 		} catch (error) {
