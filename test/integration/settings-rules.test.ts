@@ -60,7 +60,9 @@ describe('configView() serves each overridable setting with its rule', () => {
 
   test('the served bounds and values are exactly what the server accepts (one source of truth)', async () => {
     const view = await configView('books')
+    const checked: string[] = []
     for (const { path: key, rule } of view.fields.filter(f => f.rule)) {
+      if (['integer', 'enum'].includes(rule!.type) || (rule!.type === 'text' && rule!.maxLength)) checked.push(key)
       if (rule!.type === 'integer') {
         expect((await validate('books', { [key]: rule!.min })).valid, `${key} = min`).toBe(true)
         expect((await validate('books', { [key]: rule!.max })).valid, `${key} = max`).toBe(true)
@@ -80,6 +82,8 @@ describe('configView() serves each overridable setting with its rule', () => {
         expect((await validate('books', { [key]: 'x'.repeat(rule!.maxLength + 1) })).problems.map(p => p.target)).toEqual([key])
       }
     }
+    // mode, transaction, delta.mode, source.batchSize, retry.maxRetries/baseDelay/maxDelay, description
+    expect(checked.sort()).toEqual(['delta.mode', 'description', 'mode', 'retry.baseDelay', 'retry.maxDelay', 'retry.maxRetries', 'source.batchSize', 'transaction'])
   })
 })
 
