@@ -66,7 +66,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     checkLength(source.origin, 'source.origin', STORED_LENGTHS.origin)
   }
   // the overridable settings' own checks are their served rules (setting-rules.ts)
-  checkSetting('source.batchSize', source.batchSize)
+  checkSetting('source.batchSize', source.batchSize ?? undefined) // (null: the default, as before)
   const batchSize = source.batchSize ?? DEFAULTS.batchSize
 
   if (tgt.adapter !== undefined && typeof tgt.adapter !== 'function')
