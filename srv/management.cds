@@ -81,7 +81,10 @@ service DataPipelineManagementService {
     action setOverrides(overrides : LargeString) returns Pipelines;
     action clearOverrides(keys : String) returns Pipelines;
     action setEnabled(enabled : Boolean) returns Pipelines;
+    /** The configuration field by field; each overridable field carries its rule (type, values, bounds) as the server checks it. */
     function configView() returns LargeString;
+    /** Checks overrides (JSON, as setOverrides takes them) without changing anything: `{ valid, problems: [{ target, message }] }`, every bad setting named. */
+    action validateOverrides(overrides : LargeString) returns LargeString;
     function inspectData(side : String, columnsJson : String, filters : String, top : Integer, skip : Integer) returns LargeString;
     function inspectCapabilities() returns LargeString;
     function flowMetadata() returns LargeString;
@@ -126,6 +129,8 @@ service DataPipelineManagementService {
   function permissions() returns Permissions;
 
   function landscapeMetadata() returns LargeString;
+  /** The next `count` (1–20, default 5) fire times of a schedule as an override gives it (ms, duration, cron, or `{ every | cron, engine }` as JSON). */
+  function previewSchedule(schedule : String, count : Integer) returns LargeString;
   /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see README "Multitenancy". */
   function tenantsOverview() returns many TenantPipeline;
   action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;

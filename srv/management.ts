@@ -10,6 +10,7 @@ import { PipelineError } from '../lib/pipeline/errors.js'
 import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
 import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
 import { configView } from '../lib/management/config-view.js'
+import { previewSchedule, validateOverrides } from '../lib/management/settings-check.js'
 import { asOverride, asParameter, optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
 import { parseCron, parseSchedule } from '../lib/engine/schedule.js'
 import { MAX_OVERRIDES_LENGTH } from '../lib/engine/limits.js'
@@ -186,6 +187,17 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const changes = asOverride(() => flattenOverrides(parsed))
       return this.override(engine, name, { ...current(engine, name), ...changes })
     })
+    // validate-only: the console checks its edits before the diff is saved; nothing changes
+    bound('validateOverrides', async (req, engine) => {
+      const name = pipelineName(req)
+      const text = requiredString(req.data.overrides, 'overrides')
+      const tenant = ownTenant()
+      return JSON.stringify(validateOverrides(text, current(engine, name), overrides => {
+        if (tenant) assertTenantMayOverride(Object.keys(overrides), tenant)
+        engine.registry.checkOverrides(name, overrides)
+      }))
+    })
+    unbound('previewSchedule', async req => JSON.stringify(previewSchedule(req.data.schedule, req.data.count)))
     bound('clearOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const keys = requiredString(req.data.keys, 'keys').split(',').map(k => k.trim()).filter(Boolean)

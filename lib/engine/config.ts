@@ -3,7 +3,7 @@
  * behaviour from that shape, validation with errors naming the offending key, and the
  * serialisation written to the tracker.
  */
-import { DEFAULTS, DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES, type ReplicationMode } from '../constants.js'
+import { DEFAULTS, type ReplicationMode } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../pipeline/types.js'
 import { resolveOnError } from './validate.js'
@@ -11,7 +11,8 @@ import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseSchedule } from './schedule/spec.js'
 import { parseDuration } from './duration.js'
-import { MAX_PARALLEL, MAX_TIMER_MS, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
+import { MAX_PARALLEL, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
+import { checkSetting } from './setting-rules.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
@@ -64,9 +65,9 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
     checkLength(source.origin, 'source.origin', STORED_LENGTHS.origin)
   }
+  // the overridable settings' own checks are their served rules (setting-rules.ts)
+  checkSetting('source.batchSize', source.batchSize ?? undefined) // (null: the default, as before)
   const batchSize = source.batchSize ?? DEFAULTS.batchSize
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000)
-    throw invalidConfig('source.batchSize', 'must be an integer between 1 and 100000')
 
   if (tgt.adapter !== undefined && typeof tgt.adapter !== 'function')
     throw invalidConfig('target.adapter', 'must be a class extending BaseTargetAdapter')
@@ -77,8 +78,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? '') && !REMOTE_TARGET_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
     throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2, hcql) or a custom target.adapter`)
 
-  if (config.mode !== undefined && !(REPLICATION_MODES as readonly string[]).includes(config.mode))
-    throw invalidConfig('mode', `'${String(config.mode)}' is invalid; expected one of ${REPLICATION_MODES.join(', ')}`)
+  checkSetting('mode', config.mode)
   const mode: ReplicationMode = config.mode ?? (shape === 'query' ? 'full' : 'delta')
   if (shape === 'query' && mode === 'delta')
     throw invalidConfig('mode', "'delta' is not possible with source.query: a derived snapshot has no watermark; use 'full' (or partial-refresh per run)")
@@ -87,9 +87,8 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (config.delta !== undefined) {
     if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
     if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
+    checkSetting('delta.mode', config.delta.mode)
     const deltaMode = config.delta.mode ?? 'timestamp'
-    if (!(DELTA_MODES as readonly string[]).includes(deltaMode))
-      throw invalidConfig('delta.mode', `'${String(deltaMode)}' is invalid; expected one of ${DELTA_MODES.join(', ')}`)
     if (deltaMode === 'datetime-fields') {
       if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
       if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
@@ -108,20 +107,12 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   }
 
   const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')
-  if (config.enabled !== undefined && typeof config.enabled !== 'boolean') throw invalidConfig('enabled', 'must be a boolean')
-  if (config.transaction !== undefined && !(TRANSACTION_SCOPES as readonly string[]).includes(config.transaction))
-    throw invalidConfig('transaction', `'${String(config.transaction)}' is invalid; expected batch or run`)
-  if (config.description !== undefined && typeof config.description !== 'string') throw invalidConfig('description', 'must be a string')
-  checkLength(config.description, 'description', STORED_LENGTHS.description)
+  for (const key of ['enabled', 'transaction', 'description'] as const) checkSetting(key, config[key])
 
   const retry = config.retry ?? {}
   if (!isObject(retry)) throw invalidConfig('retry', 'must be an object')
-  for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) {
-    const value = retry[key]
-    if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw invalidConfig(`retry.${key}`, 'must be a non-negative integer')
-    // a longer delay would fire after 1 ms (setTimeout)
-    if (key !== 'maxRetries' && value !== undefined && value > MAX_TIMER_MS) throw invalidConfig(`retry.${key}`, `must be at most ${MAX_TIMER_MS} ms`)
-  }
+  // (a delay beyond the longest timer would fire after 1 ms: the rule's max)
+  for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) checkSetting(`retry.${key}`, retry[key])
   if (config.refresh?.slice !== undefined && shape !== 'query')
     throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
   const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
@@ -185,14 +176,14 @@ function resolveDeletes(config: PipelineConfig, shape: ResolvedPipeline['shape']
     } else if (typeof every === 'string') when = { interval: parseDuration(every, 'deletes.sweep.every') }
     else throw invalidConfig('deletes.sweep.every', 'must be a positive integer (every n-th delta run) or a duration such as 6h')
   } else throw invalidConfig('deletes.sweep', "must be 'always' or { every: <n runs | duration such as '6h'> }")
-  if (typeof maxShare !== 'number' || !(maxShare > 0 && maxShare <= 1)) throw invalidConfig('deletes.maxShare', 'must be a number greater than 0 and at most 1 (the largest share of the replica one sweep may delete)')
-  if (typeof force !== 'boolean') throw invalidConfig('deletes.force', 'must be a boolean')
+  checkSetting('deletes.maxShare', maxShare)
+  checkSetting('deletes.force', force)
   if (sourceKind === 'rest' && !isPlainObject(config.rest?.keys))
     throw invalidConfig('rest.keys', 'is required for deletes.sweep with a REST source: { path } of a key listing in ascending key order')
   const targetKind = target.kind ?? (target.service && target.service !== 'db' ? options.serviceKind?.(target.service) : undefined)
   if (!target.adapter && targetKind && REMOTE_TARGET_KINDS.has(targetKind))
     throw invalidConfig('deletes', `key reconciliation needs a database target (or a custom target.adapter implementing readKeys/deleteKeys); target '${target.service}' is of kind ${targetKind}`)
-  return { sweep: when, maxShare, force }
+  return { sweep: when, maxShare: maxShare as number, force: force as boolean }
 }
 
 /** Keys whose values are never written to the tracker, the API or logs. */

@@ -31,7 +31,7 @@ export const STORED_LENGTHS = { name: 255, description: 1000, origin: 100, sched
 /** Characters of the overrides of one pipeline as stored (JSON). */
 export const MAX_OVERRIDES_LENGTH = 16_384
 /** A field name: letters, digits, `_` (and `-`, which REST payloads use); never `&`, `=`, `$`, quotes, blanks or slashes. */
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/
+export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/
 
 let warned = false
 

@@ -125,6 +125,11 @@ export class PipelineRegistry {
     return effective
   }
 
+  /** Resolves overrides with the registration rules and changes nothing (validate-only); throws as applyOverrides would. */
+  checkOverrides(name: string, overrides: Overrides): ResolvedPipeline {
+    return this.definitions.resolveOverrides(name, overrides)
+  }
+
   /** Sets the pipeline's schedule as an override (persisted; live per SPEC "Schedule rules"). */
   async setSchedule(name: string, schedule: ScheduleInput): Promise<ResolvedPipeline> {
     const current = this.overrides(name)

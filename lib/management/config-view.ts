@@ -8,6 +8,7 @@ import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
 import { scheduleLabel } from '../engine/schedule.js'
 import { eventsOf, type ResolvedEvents } from '../events/config.js'
+import { settingRules, type SettingRule } from '../engine/setting-rules.js'
 
 export interface ConfigField {
   path: string
@@ -19,6 +20,8 @@ export interface ConfigField {
   /** The tenant's own value (`multitenancy.tenants.<tenant>.replicate.<pipeline>`), when the view is a tenant's. */
   tenantOverride?: unknown
   overridable: boolean
+  /** An overridable setting's rule (type, values, bounds): what the server checks, for the console's inline validation. */
+  rule?: SettingRule
 }
 
 export interface ConfigView {
@@ -112,6 +115,7 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
   if (events) Object.assign(effectiveFlat, { 'events.service': events.service, 'events.topics': events.topics ?? null, 'events.window': events.window, 'events.maxBatch': events.maxBatch })
   const eventPaths = events ? ['events.service', 'events.topics', 'events.window', 'events.maxBatch'] : []
   const paths = new Set<string>([...OVERRIDABLE_PATHS, ...Object.keys(codedFlat).filter(p => !p.startsWith('schedule.') && !(events && p === 'events')), ...eventPaths])
+  const rules = settingRules()
   const fields: ConfigField[] = [...paths].map(path => {
     const coded = path === 'schedule' ? (base as Record<string, unknown>).schedule ?? null : codedFlat[path]
     const hasOverride = Object.prototype.hasOwnProperty.call(overrides, path)
@@ -123,6 +127,7 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
       effective: effectiveFlat[path] ?? null,
       source: ownTenant ? 'tenant' : hasOverride ? 'override' : coded !== undefined && coded !== null ? 'coded' : 'default',
       overridable: (OVERRIDABLE_PATHS as readonly string[]).includes(path),
+      ...(rules[path] ? { rule: rules[path] } : {}),
       ...(ownTenant ? { tenantOverride: tenantOwn[path] } : {}),
     }
   })

@@ -20,7 +20,7 @@ const NEEDS_ADMIN = 'Needs the PipelineAdmin role'
 
 /** Requests a PipelineViewer may not send: operations of PipelineOperator and PipelineAdmin, and the data they guard. */
 const OPERATOR_ONLY = /\/(start|execute|flush|setEnabled|replayRejects)\b|DataPipelineManagementService\.(start|setEnabled|replayRejects)\b/
-const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
+const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|validateOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
 
 let demo: Demo | undefined
 let browser: Browser
@@ -101,7 +101,7 @@ async function tab(page: Page, key: string): Promise<void> {
 /** Every control a role decides on: [id, the level it needs]. */
 const CONTROLS: Array<[string, 'operate' | 'administer']> = [
   ['startButton', 'operate'], ['flushButton', 'operate'], ['enabledSwitch', 'operate'], ['replayRejects', 'operate'],
-  ['setScheduleButton', 'administer'], ['clearScheduleButton', 'administer'], ['saveOverrides', 'administer'],
+  ['setScheduleButton', 'administer'], ['clearScheduleButton', 'administer'], ['saveSettings', 'administer'],
   ['tabPreview', 'administer'], ['openInspector', 'administer'],
 ]
 
@@ -171,8 +171,10 @@ describe('the console shows what the role allows (headless Chromium, demo app)',
     await shot(page, 'console-role-viewer-runs.png')
     // the configuration is shown read-only
     await tab(page, 'Config')
-    await page.locator(`${byId('configTable')} tr.sapMLIB`).first().waitFor()
-    await expect(page.locator(`${byId('configTable')} .sapMInputBase input:not([readonly])`).count()).resolves.toBe(0)
+    await page.locator(`${byId('settingsTable')} tr.sapMLIB`).first().waitFor()
+    await expect(page.locator(`${byId('settingsTable')} .sapMInputBase input:not([readonly])`).count()).resolves.toBe(0)
+    await expect(page.locator(`${byId('settingsTable')} .sapMSlt:not(.sapMSltDisabled)`).count()).resolves.toBe(0)
+    await expect(page.locator(`${byId('settingsTable')} .sapMSwt:not(.sapMSwtDisabled)`).count()).resolves.toBe(0)
     await tab(page, 'Overview')
     await shot(page, 'console-role-viewer.png')
     // a viewer clicking the greyed-out controls (and the preview tab) sends nothing

@@ -356,7 +356,8 @@ describe('overrides and configView', () => {
     expect(view.meta.scheduleLiveChangeSupported).toEqual(expect.any(Boolean))
     expect(view.meta.overridablePaths).toEqual(expect.arrayContaining(['mode', 'description', 'source.batchSize', 'delta.field', 'schedule', 'enabled']))
     for (const field of view.fields) {
-      expect(Object.keys(field).sort()).toEqual(['coded', 'effective', 'overridable', 'override', 'path', 'source'])
+      // an overridable field also carries its rule (test/integration/settings-rules.test.ts)
+      expect(Object.keys(field).sort()).toEqual(['coded', 'effective', 'overridable', 'override', 'path', ...(field.overridable ? ['rule'] : []), 'source'])
       expect(['override', 'coded', 'default']).toContain(field.source)
     }
     expect(view.fields.find((f: any) => f.path === 'mode')).toMatchObject({ coded: null, effective: 'full', source: 'default', overridable: true })

@@ -26,6 +26,8 @@ const requests: Array<[string, 'GET' | 'POST', string, object?]> = [
   ['setOverrides', 'POST', `${B('items')}.setOverrides`, { overrides: '{"description":"x"}' }],
   ['setEnabled', 'POST', `${B('items')}.setEnabled`, { enabled: false }],
   ['configView', 'GET', `${B('items')}.configView()`],
+  ['validateOverrides', 'POST', `${B('items')}.validateOverrides`, { overrides: '{"description":"x"}' }],
+  ['previewSchedule', 'GET', "/pipeline/previewSchedule(schedule='10m')"],
   ['inspectData', 'GET', `${B('items')}.inspectData(side='source')`],
   ['flowMetadata', 'GET', `${B('items')}.flowMetadata()`],
   ['landscapeMetadata', 'GET', '/pipeline/landscapeMetadata()'],

@@ -202,6 +202,8 @@ const OPERATIONS: Operation[] = [
   { name: 'setOverrides', method: 'POST', bound: true, mutates: true, params: [{ name: 'overrides', valid: isJsonObjectText }] },
   { name: 'clearOverrides', method: 'POST', bound: true, mutates: true, params: [{ name: 'keys', valid: value => typeof value === 'string' && value.trim() !== '' }] },
   { name: 'configView', method: 'GET', bound: true, mutates: false, params: [] },
+  { name: 'validateOverrides', method: 'POST', bound: true, mutates: false, params: [{ name: 'overrides', valid: anyValid }] },
+  { name: 'previewSchedule', method: 'GET', bound: false, mutates: false, params: [{ name: 'schedule', valid: anyValid }, { name: 'count', valid: anyValid }] },
   { name: 'inspectData', method: 'GET', bound: true, mutates: false, params: [{ name: 'side', valid: anyValid }, { name: 'columnsJson', valid: anyValid }, { name: 'filters', valid: anyValid }, { name: 'top', valid: anyValid }, { name: 'skip', valid: anyValid }] },
   { name: 'inspectCapabilities', method: 'GET', bound: true, mutates: false, params: [] },
   { name: 'flowMetadata', method: 'GET', bound: true, mutates: false, params: [] },

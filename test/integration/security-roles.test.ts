@@ -51,6 +51,7 @@ const ROWS: Row[] = [
   ['status()', 'view', 'GET', () => "/pipeline/status(name='items')", undefined, 200],
   ['landscapeMetadata()', 'view', 'GET', () => '/pipeline/landscapeMetadata()', undefined, 200],
   ['configView()', 'view', 'GET', () => `${B('items')}.configView()`, undefined, 200],
+  ['previewSchedule()', 'view', 'GET', () => "/pipeline/previewSchedule(schedule='10m',count=3)", undefined, 200],
   ['flowMetadata()', 'view', 'GET', () => `${B('items')}.flowMetadata()`, undefined, 200],
   ['inspectCapabilities()', 'view', 'GET', () => `${B('items')}.inspectCapabilities()`, undefined, 200],
   // a single-tenant app: the role check passes, then the operation says multitenancy is off (security-tenants covers the provider's answer)
@@ -71,6 +72,7 @@ const ROWS: Row[] = [
   ['setEnabled', 'operate', 'POST', () => `${B('items')}.setEnabled`, { enabled: true }, 200],
   ['replayRejects', 'operate', 'POST', () => `${B('items')}.replayRejects`, {}, 200],
   ['setOverrides', 'administer', 'POST', () => `${B('items')}.setOverrides`, { overrides: '{"description":"x"}' }, 200],
+  ['validateOverrides', 'administer', 'POST', () => `${B('items')}.validateOverrides`, { overrides: '{"source.batchSize":-5}' }, 200],
   ['clearOverrides', 'administer', 'POST', () => `${B('items')}.clearOverrides`, { keys: 'description' }, 200],
   ['setSchedule', 'administer', 'POST', () => `${B('items')}.setSchedule`, { every: 3_600_000 }, 200],
   ['clearSchedule', 'administer', 'POST', () => `${B('items')}.clearSchedule`, {}, 200],

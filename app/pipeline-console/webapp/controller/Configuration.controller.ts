@@ -1,100 +1,276 @@
+import Controller from "sap/ui/core/mvc/Controller";
+import JSONModel from "sap/ui/model/json/JSONModel";
+import type ODataModel from "sap/ui/model/odata/v4/ODataModel";
+import type ResourceModel from "sap/ui/model/resource/ResourceModel";
+import type ResourceBundle from "sap/base/i18n/ResourceBundle";
+import MessageToast from "sap/m/MessageToast";
+import type Dialog from "sap/m/Dialog";
 import type Event from "sap/ui/base/Event";
 import type Control from "sap/ui/core/Control";
-import MessageToast from "sap/m/MessageToast";
-import Api from "../model/Api";
+import type { Switch$ChangeEvent } from "sap/m/Switch";
+import type { Select$ChangeEvent } from "sap/m/Select";
+import Api, { apiError } from "../model/Api";
+import { display, type FlowData } from "../model/types";
 import * as pipelineFormat from "../model/formatPipeline";
-import type { ConfigField, FlowData } from "../model/types";
-import Base from "./Base";
+import type Component from "../Component";
+import { CODED, choose, diff, editorsOf, isChanged, payloads, problemOf, resetToCoded, scheduleValue, show, type ServedField, type SettingEditor } from "../model/settings";
+
+/** Next fire times shown under a schedule being edited. */
+const PREVIEW_COUNT = 3;
+/** Waits this long after the last keystroke before asking the server for a schedule preview. */
+const PREVIEW_DEBOUNCE = 300;
+
+interface Problem {
+	target: string;
+	message: string;
+}
 
 /**
- * The Configuration tab: configView's fields with their overrides. Its interface to the rest is
- * small: it reads the pipeline from ui>/selected, loads when that changes, when its tab opens and
- * when ui>/configReload is set (a schedule changed), and asks the poller for a poll after saving.
+ * The Configuration tab as a nested view: a typed editor per overridable setting (issue 25,
+ * point 3). The owner calls {@link showPipeline}; the view loads itself through model/Api.ts and
+ * keeps its state in its own `cfg` model. A save that fails keeps every edit and marks the field
+ * the server named; nothing reloads until a save succeeded.
  *
  * @namespace pipeline.console.controller
  */
-export default class Configuration extends Base {
+export default class Configuration extends Controller {
 	private api!: Api;
+	private readonly cfg = new JSONModel({ name: null, editors: [], changes: [] });
+	private previewTimer?: ReturnType<typeof setTimeout>;
+	private loading?: Promise<void>;
+	/** Set by the owner after each save, so that the list and the overview follow. */
+	public onSaved?: () => void;
+	/** Set by the owner: the configView() each load answered (the events section shows part of it). */
+	public onLoaded?: (loaded: { name: string; config: unknown }) => void;
 
 	public onInit(): void {
-		this.api = new Api(this.odata());
-		// (the overview's Events section reads ui>/config/events too: loaded for every pipeline opened)
-		const reload = () => {
-			const name = this.selected();
-			if (name) void this.load(name);
+		this.getView()!.setModel(this.cfg, "cfg");
+		// the shell's routing: the pipeline comes from ui>/selected; it loads when that changes, when
+		// its tab opens and when ui>/configReload is set (a schedule changed elsewhere). The overview's
+		// Events section reads ui>/config, so it loads for every pipeline opened, not only on its tab.
+		const component = this.getOwnerComponent() as Component;
+		const ui = component.getModel("ui") as JSONModel;
+		const show = () => {
+			const name = ui.getProperty("/selected") as string | null;
+			if (name) void this.showPipeline(name);
 		};
-		this.ui().bindProperty("/selected").attachChange(reload);
-		this.ui().bindProperty("/tab").attachChange(() => {
-			if (this.ui().getProperty("/tab") === "config") reload();
+		ui.bindProperty("/selected").attachChange(show);
+		ui.bindProperty("/tab").attachChange(() => { if (ui.getProperty("/tab") === "config") show(); });
+		ui.bindProperty("/configReload").attachChange(() => {
+			const name = ui.getProperty("/selected") as string | null;
+			if (name) void this.load(name);
 		});
-		this.ui().bindProperty("/configReload").attachChange(reload);
+		this.onSaved ??= () => void component.getPoller().poll();
+		this.onLoaded ??= loaded => { if (ui.getProperty("/selected") === loaded.name) ui.setProperty("/config", loaded.config); };
 	}
 
 	public formatDeviations(deviations: FlowData["deviations"] | undefined): string {
-		return pipelineFormat.deviations(this.t, deviations);
+		return pipelineFormat.deviations(key => this.text(key), deviations);
 	}
 
-	private async load(name: string): Promise<void> {
+	public onExit(): void {
+		clearTimeout(this.previewTimer);
+	}
+
+	private odata(): ODataModel {
+		return this.getOwnerComponent()!.getModel() as ODataModel;
+	}
+
+	private bundle(): ResourceBundle {
+		return (this.getOwnerComponent()!.getModel("i18n") as ResourceModel).getResourceBundle() as ResourceBundle;
+	}
+
+	private text(key: string, args: unknown[] = []): string {
+		return this.bundle().getText(key, args.map(display)) ?? key;
+	}
+
+	private editors(): SettingEditor[] {
+		return (this.cfg.getProperty("/editors") ?? []) as SettingEditor[];
+	}
+
+	private name(): string | null {
+		return this.cfg.getProperty("/name") as string | null;
+	}
+
+	public formatValue(value: unknown): string {
+		return value === null || value === undefined ? "–" : show(value);
+	}
+
+	/** A number input's range as its placeholder ("1 – 100000", "≥ 0", "0 – 2147483647 ms"). */
+	public formatRange(min: number | undefined, max: number | undefined, unit: string | undefined): string {
+		if (min === undefined || min === null) return "";
+		const range = max === undefined || max === null || max >= Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `${min} – ${max}`;
+		return unit ? `${range} ${unit}` : range;
+	}
+
+	/**
+	 * Shows a pipeline's settings. The same pipeline again (tab switches, the owner's reloads) keeps
+	 * unsaved edits and shares a load under way; another pipeline drops them.
+	 */
+	public showPipeline(name: string): Promise<void> {
+		if (name === this.name() && (this.loading || this.editors().some(editor => editor.changed))) return this.loading ?? Promise.resolve();
+		return this.load(name);
+	}
+
+	private load(name: string): Promise<void> {
+		this.api ??= new Api(this.odata());
+		if (name !== this.name()) this.cfg.setProperty("/editors", []);
+		this.cfg.setProperty("/name", name);
+		const loading = this.fetch(name).finally(() => { if (this.loading === loading) this.loading = undefined; });
+		return (this.loading = loading);
+	}
+
+	private async fetch(name: string): Promise<void> {
 		try {
-			const view = await this.api.configView<{ fields: ConfigField[] }>(name);
-			if (this.selected() !== name) return;
-			for (const field of view.fields) field.draft = field.source === "override" ? JSON.stringify(field.override) : "";
-			this.ui().setProperty("/config", view);
+			const view = await this.api.configView<{ fields: ServedField[] }>(name);
+			if (this.name() !== name) return;
+			const editors = editorsOf(view.fields, field => field.coded === null || field.coded === undefined
+				? this.text("defaultOption", [show(field.effective) || "–"]) : this.text("codedOption", [show(field.coded)]));
+			this.cfg.setProperty("/editors", editors);
+			this.onLoaded?.({ name, config: view });
 		} catch (error) {
-			this.showError(error);
+			MessageToast.show(apiError(error).message);
 		}
 	}
 
-	private async saved(name: string): Promise<void> {
-		await Promise.all([this.load(name), this.poller().poll()]);
+	private editorOf(event: Event): { editor: SettingEditor; path: string } | undefined {
+		const context = (event.getSource() as Control).getBindingContext("cfg");
+		if (!context) return undefined;
+		return { editor: context.getObject() as SettingEditor, path: context.getPath() };
 	}
 
-	public async onSaveOverrides(): Promise<void> {
-		const name = this.selected();
-		if (!name) return;
-		const fields = ((this.ui().getProperty("/config/fields") ?? []) as ConfigField[]).filter(f => f.overridable);
-		const changes: Record<string, unknown> = {};
-		const cleared: string[] = [];
-		for (const field of fields) {
-			const draft = (field.draft ?? "").trim();
-			const current = field.source === "override" ? JSON.stringify(field.override) : "";
-			if (draft === current) continue;
-			if (!draft) {
-				if (field.source === "override") cleared.push(field.path);
+	/** Inline validation as the user types or selects, against the served rule. */
+	public onEdit(event: Event): void {
+		const found = this.editorOf(event);
+		if (!found) return;
+		this.check(found.editor);
+		if (found.editor.control === "schedule") this.schedulePreview(found.path, found.editor);
+		this.cfg.refresh(true);
+	}
+
+	public onChoose(event: Select$ChangeEvent): void {
+		const found = this.editorOf(event);
+		if (!found) return;
+		choose(found.editor, event.getParameter("selectedItem")?.getKey() ?? CODED);
+		this.check(found.editor);
+		this.cfg.refresh(true);
+	}
+
+	public onSwitch(event: Switch$ChangeEvent): void {
+		const found = this.editorOf(event);
+		if (!found) return;
+		found.editor.draft = String(event.getParameter("state"));
+		this.check(found.editor);
+		this.cfg.refresh(true);
+	}
+
+	public onReset(event: Event): void {
+		const found = this.editorOf(event);
+		if (!found) return;
+		resetToCoded(found.editor);
+		this.check(found.editor);
+		this.cfg.refresh(true);
+	}
+
+	/** Marks an editor by its rule; returns whether it passes. */
+	private check(editor: SettingEditor): boolean {
+		const problem = problemOf(editor);
+		editor.valueState = problem ? "Error" : "None";
+		editor.valueStateText = problem ? this.text(problem.key, problem.args) : "";
+		editor.changed = isChanged(editor);
+		return !problem;
+	}
+
+	/** The next fire times from the server (the validator's parser answers a bad schedule with 400). */
+	private schedulePreview(path: string, editor: SettingEditor): void {
+		clearTimeout(this.previewTimer);
+		const value = scheduleValue(editor.schedule);
+		if (value === undefined || value === null || editor.valueState === "Error") {
+			this.cfg.setProperty(`${path}/preview`, "");
+			return;
+		}
+		this.previewTimer = setTimeout(() => void this.loadPreview(path, editor, JSON.stringify(value)), PREVIEW_DEBOUNCE);
+	}
+
+	private async loadPreview(path: string, editor: SettingEditor, schedule: string): Promise<void> {
+		try {
+			const preview = await this.api.json<{ next: string[] }>(this.api.unbound("previewSchedule", { schedule, count: PREVIEW_COUNT }));
+			if (JSON.stringify(scheduleValue(editor.schedule)) !== schedule) return;
+			const times = preview.next.map(at => new Date(at).toLocaleString());
+			this.cfg.setProperty(`${path}/preview`, this.text("schedulePreview", [times.join(" · ")]));
+		} catch (error) {
+			if (JSON.stringify(scheduleValue(editor.schedule)) !== schedule) return;
+			editor.valueState = "Error";
+			editor.valueStateText = apiError(error).message;
+			this.cfg.setProperty(`${path}/preview`, "");
+			this.cfg.refresh(true);
+		}
+	}
+
+	/** Marks the fields the server named; the edits stay as typed. */
+	private mark(problems: Problem[]): void {
+		for (const problem of problems) {
+			const editor = this.editors().find(e => problem.target === e.path || problem.target.startsWith(`${e.path}.`));
+			if (!editor) {
+				MessageToast.show(problem.message);
 				continue;
 			}
-			try {
-				changes[field.path] = JSON.parse(draft);
-			} catch {
-				// a bare word such as full is taken as a string
-				if (/^[\w.-]+$/.test(draft) && !/^\d/.test(draft)) changes[field.path] = draft;
-				else return this.showError(new Error(this.text("invalidJson", [field.path, draft])));
-			}
+			editor.valueState = "Error";
+			editor.valueStateText = problem.message;
 		}
-		if (!Object.keys(changes).length && !cleared.length) {
+		this.cfg.refresh(true);
+	}
+
+	/** Checks every edit (inline rules, then the server's validate-only call) and shows the diff. */
+	public async onSave(): Promise<void> {
+		const name = this.name();
+		if (!name) return;
+		const editors = this.editors();
+		const failing = editors.filter(editor => !this.check(editor));
+		this.cfg.refresh(true);
+		if (failing.length) {
+			MessageToast.show(this.text("settingsInvalid", [failing.map(e => e.path).join(", ")]));
+			return;
+		}
+		const changes = diff(editors);
+		if (!changes.length) {
 			MessageToast.show(this.text("noOverrideChanges"));
 			return;
 		}
-		try {
-			if (Object.keys(changes).length) await this.api.bound(name, "setOverrides", { overrides: JSON.stringify(changes) });
-			if (cleared.length) await this.api.bound(name, "clearOverrides", { keys: cleared.join(",") });
-			MessageToast.show(this.text("overridesSaved", [name]));
-		} catch (error) {
-			this.showError(error);
+		const { overrides } = payloads(changes);
+		if (Object.keys(overrides).length) {
+			try {
+				const result = await this.api.json<{ valid: boolean; problems: Problem[] }>(this.api.bound(name, "validateOverrides", { overrides: JSON.stringify(overrides) }));
+				if (!result.valid) return this.mark(result.problems);
+			} catch (error) {
+				const e = apiError(error);
+				return this.mark([{ target: e.target ?? "", message: e.message }]);
+			}
 		}
-		await this.saved(name);
+		this.cfg.setProperty("/changes", changes);
+		(this.byId("diffDialog") as Dialog).open();
 	}
 
-	public async onClearOverride(event: Event): Promise<void> {
-		const name = this.selected();
-		const path = (event.getSource() as Control).getBindingContext("ui")?.getProperty("path") as string | undefined;
-		if (!name || !path) return;
+	public onCancelSave(): void {
+		(this.byId("diffDialog") as Dialog).close();
+	}
+
+	/** Saves the diff; on failure the edits stay and the named field is marked. */
+	public async onConfirmSave(): Promise<void> {
+		(this.byId("diffDialog") as Dialog).close();
+		const name = this.name();
+		if (!name) return;
+		const { overrides, cleared } = payloads(diff(this.editors()));
 		try {
-			await this.api.bound(name, "clearOverrides", { keys: path });
-			MessageToast.show(this.text("overrideCleared", [name, path]));
+			if (Object.keys(overrides).length) await this.api.bound(name, "setOverrides", { overrides: JSON.stringify(overrides) });
+			if (cleared.length) await this.api.bound(name, "clearOverrides", { keys: cleared.join(",") });
 		} catch (error) {
-			this.showError(error);
+			const e = apiError(error);
+			this.mark([{ target: e.target ?? "", message: e.message }]);
+			return;
 		}
-		await this.saved(name);
+		MessageToast.show(this.text("overridesSaved", [name]));
+		await this.load(name);
+		this.onSaved?.();
 	}
 }

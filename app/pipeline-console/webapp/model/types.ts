@@ -23,7 +23,6 @@ export interface ConfigField {
 	effective: unknown;
 	source: "override" | "coded" | "default";
 	overridable: boolean;
-	draft?: string;
 }
 
 export interface InspectResult {
