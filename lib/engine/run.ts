@@ -216,7 +216,7 @@ export class PipelineRun {
     const data = {
       runId: this.runId, status, mode: this.request.mode, trigger: this.request.trigger,
       startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: outcomeStatistics(this.statistics), error,
-      events: this.recorder.log?.list() ?? [],
+      events: [...(this.recorder.log?.list() ?? [])],
     }
     // a failing DONE handler must not turn a completed run into a failed one
     await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed: ${(e as Error).message}`))
