@@ -225,7 +225,7 @@ export class Tracker {
   private async closeStaleRun(tx: QueryRunner, name: string, runId: string): Promise<void> {
     const message = `Run ${runId} stopped without finishing (its process crashed or was killed); its lease expired and the next trigger took over`
     await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
-      .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
+      .set({ status: 'failed', failedAt: 'guard', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
       .where({ ID: runId, status: 'running' }))
     // its committed batches are real writes: they count in the cumulative statistics
     const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted', 'statistics_skipped').where({ ID: runId }))) as
