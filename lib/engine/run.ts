@@ -15,7 +15,7 @@ import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { ProgressMeter } from './progress-meter.js'
-import { RunRecorder, runEventsMax, storeRunEvents } from '../runs/index.js'
+import { RunEventWriter, RunRecorder, runEventsSettings } from '../runs/index.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
@@ -79,8 +79,9 @@ export class PipelineRun {
   /** The first page of a delta run, requested while the guard was taken (read-ahead.ts). */
   private readAhead?: ReadAhead
   private readonly meter = new ProgressMeter(() => this.startTime.getTime())
-  /** The run's event log and where it failed (lib/runs). */
-  private readonly recorder = new RunRecorder(runEventsMax())
+  /** The run's event log and where it failed (lib/runs), and what writes the log. */
+  private readonly recorder: RunRecorder
+  private readonly events: RunEventWriter
 
   constructor(
     private readonly prepared: PreparedPipeline,
@@ -88,6 +89,9 @@ export class PipelineRun {
     private readonly tracker: Tracker,
     private readonly dispatch: EventDispatcher,
   ) {
+    const settings = runEventsSettings()
+    this.recorder = new RunRecorder(settings.max)
+    this.events = new RunEventWriter(tracker, prepared.pipeline.name, this.runId, this.recorder, settings.flushInterval)
     // onError 'skip': failing records are set aside in PipelineRejects and counted as skipped
     if (prepared.pipeline.onError.mode === 'skip' || request.replay) {
       this.statistics.skipped = 0
@@ -209,7 +213,7 @@ export class PipelineRun {
   /** The run's last events, stored in one statement (a failure to store them never fails the run). */
   private async recordEnd(status: 'completed' | 'failed', endTime: Date): Promise<void> {
     this.recorder.ended(status, endTime.getTime() - this.startTime.getTime(), this.meter.processed, outcomeStatistics(this.statistics))
-    await storeRunEvents(this.tracker, this.name, this.runId, this.recorder)
+    await this.events.flush()
   }
 
   private async done(status: 'completed' | 'failed', endTime: Date, error?: { message: string }): Promise<void> {
@@ -301,6 +305,7 @@ export class PipelineRun {
         this.meter.processed += batch.length
         if (atomic) await this.atomicProgress()
         if (!atomic) this.rejects?.committed()
+        if (!atomic || !singleConnection()) await this.events.due() // SQLite: the run's one transaction holds the only connection
         this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
       if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })

@@ -9,7 +9,7 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { ql } from '../helpers/consumer'
-import { client, type HttpResponse } from '../helpers/management'
+import { BOUND, client, waitFor, type HttpResponse } from '../helpers/management'
 import type DataPipelineService from '../../srv/data-pipeline'
 import type { RunOutcome } from '../../lib/engine/run'
 
@@ -125,6 +125,33 @@ describe('run events', () => {
     expect(shown + rolled.page.rows).toBe(50)
     const written = events.filter(e => e.kind === 'batch').reduce((sum, e) => sum + Number(e.rows), 0)
     expect(written + rolled.batch.rows).toBe(50)
+  })
+
+  test('a running run writes its new events every runEvents.flushInterval: they can be followed while it goes, each once', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'events-live', mode: 'delta', source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'host.RunEventsBound' } })
+    settings().runEvents = { flushInterval: 100 }
+    await ctx.provider.control.faults({ delay: 250 }) // every page takes a while
+    try {
+      // started over HTTP, asynchronously: the test looks on while it goes
+      const started = await http('operator').POST(`${BOUND('events-live')}.start`, { async: true })
+      expect(started.status, JSON.stringify(started.data)).toBe(202)
+      const { runId } = started.data
+      const seen = await waitFor(async () => {
+        const run = (await http('viewer').GET(`/pipeline/PipelineRuns(${runId})?$select=status&$expand=events`)).data
+        return run.status === 'running' && run.events.some((e: Event) => e.kind === 'batch') ? run.events as Event[] : undefined
+      }, 'batch events of the running run', 60_000)
+      expect(seen.some(e => e.kind === 'end')).toBe(false)
+      await waitFor(async () => (await http('viewer').GET(`/pipeline/PipelineRuns(${runId})?$select=status`)).data.status === 'idle', 'the run to end', 60_000)
+    } finally {
+      delete settings().runEvents
+      await ctx.provider.control.faults({})
+    }
+    const run = await ql.SELECT.one.from(RUNS).where({ pipeline_name: 'events-live' })
+    const events = await eventsOf(run.ID)
+    expect(events.map(e => e.seq)).toEqual(events.map((_, i) => i + 1))
+    expect(events.filter(e => e.kind === 'batch')).toHaveLength(6)
+    expect(events.at(-1)!.kind).toBe('end')
   })
 
   test('runEvents.max is checked: an invalid value fails the run naming the key', async () => {
