@@ -9,8 +9,6 @@ import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { rememberCorrelation } from '../security/redact.js'
 import { describeError, prefetch } from './run-support.js'
-
-export { describeError, prefetch }
 import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
@@ -33,6 +31,8 @@ import type { FieldMapping } from '../adapters/mapping.js'
 import type { TrackerState, WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.engine)
+
+export { describeError, prefetch }
 
 export interface RunOutcome {
   runId: string
@@ -163,7 +163,11 @@ export class PipelineRun {
 
   private renewLease(): void {
     this.tracker.renew(this.name, this.runId, this.prepared.pipeline.leaseDuration).then(
-      held => { if (!held && !this.leaseLost) this.recorder.event('lease', { phase: 'guard', message: 'lease lost: another holder took the pipeline over' }); if (!held) this.leaseLost = true },
+      held => {
+        if (held || this.leaseLost) return
+        this.leaseLost = true
+        this.recorder.event('lease', { phase: 'guard', message: 'lease lost: another holder took the pipeline over' })
+      },
       error => {
         this.recorder.event('lease', { phase: 'guard', message: 'lease renewal failed' })
         LOG.warn(`pipeline '${this.name}': lease renewal failed: ${(error as Error).message}`)
