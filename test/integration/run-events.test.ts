@@ -235,6 +235,36 @@ describe('failures: where a run failed, its first error event, retry', () => {
     expect(error).toMatchObject({ phase: 'mapping', message: 'cannot map these books' })
   })
 
+  test('a run that lost its lease: failedAt guard, the lease event before the error', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 40, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'fails-guard', mode: 'delta', leaseDuration: 600, source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'host.RunEventsMapping' } })
+    settings().runEvents = { flushInterval: 100 }
+    await ctx.provider.control.faults({ delay: 250 })
+    try {
+      const started = await http('operator').POST(`${BOUND('fails-guard')}.start`, { async: true })
+      expect(started.status, JSON.stringify(started.data)).toBe(202)
+      const { runId } = started.data
+      await waitFor(async () => ((await http('viewer').GET(`/pipeline/PipelineRuns(${runId})/events?$filter=kind eq 'batch'`)).data.value as Event[]).length > 0, 'a first batch', 60_000)
+      // another holder takes the pipeline over (as after a lease expired elsewhere)
+      await cds.db.run(ql.UPDATE('plugin.data_pipeline.Pipelines').set({ currentRun: '00000000-0000-4000-8000-00000000beef', leaseOwner: 'another instance' }).where({ name: 'fails-guard' }))
+      const run = await waitFor(async () => {
+        const row = (await http('viewer').GET(`/pipeline/PipelineRuns(${runId})`)).data
+        return row.status === 'failed' ? row : undefined
+      }, 'the run to fail', 60_000)
+      expect(run.failedAt).toBe('guard')
+      const events = await eventsOf(runId)
+      const lost = events.find(e => e.kind === 'lease' && e.message?.startsWith('lease lost'))!
+      const error = events.find(e => e.kind === 'error')!
+      expect(lost.phase).toBe('guard')
+      expect(error).toMatchObject({ phase: 'guard' })
+      expect(error.message).toMatch(/^LEASE_EXPIRED: /)
+      expect(lost.seq).toBeLessThan(error.seq)
+    } finally {
+      delete settings().runEvents
+      await ctx.provider.control.faults({})
+    }
+  })
+
   test('retry() of a failed run starts the pipeline again in its mode; operators and admins only; failed runs only', async () => {
     await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'retried', mode: 'full', parallel: 1, retry: { maxRetries: 0 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsSource' } })
