@@ -154,6 +154,21 @@ describe('run events', () => {
     expect(events.at(-1)!.kind).toBe('end')
   })
 
+  test('a deletes sweep is an event: keys compared and rows deleted', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 6, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'events-sweep', mode: 'delta', deletes: { sweep: 'always', maxShare: 0.5 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsSource' } })
+    await ctx.run('events-sweep')
+    // the source loses two rows
+    await ctx.provider.control.reset()
+    await ctx.provider.control.seed({ from: 1, count: 4, modifiedAt: T0 })
+    const outcome = await ctx.run('events-sweep')
+    expect(outcome.statistics.deleted).toBe(2)
+    const sweep = (await eventsOf(outcome.runId)).filter(e => e.kind === 'sweep')
+    expect(sweep).toHaveLength(1)
+    expect(sweep[0]).toMatchObject({ phase: 'target', message: 'compared 4 source keys with 6 local keys; deleted 2 rows' })
+    expect(Number(sweep[0].rows)).toBe(2)
+  })
+
   test('runEvents.max is checked: an invalid value fails the run naming the key', async () => {
     await ctx.provider.control.seed({ from: 1, count: 2, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'events-invalid', mode: 'delta', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsBound' } })
