@@ -156,7 +156,7 @@ describe('run events', () => {
 
   test('a deletes sweep is an event: keys compared and rows deleted', async () => {
     await ctx.provider.control.seed({ from: 1, count: 6, modifiedAt: T0 })
-    await ctx.engine.addPipeline({ name: 'events-sweep', mode: 'delta', deletes: { sweep: 'always', maxShare: 0.5 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsSource' } })
+    await ctx.engine.addPipeline({ name: 'events-sweep', mode: 'delta', deletes: { sweep: 'always', maxShare: 0.5 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsSweep' } })
     await ctx.run('events-sweep')
     // the source loses two rows
     await ctx.provider.control.reset()
@@ -252,7 +252,7 @@ describe('failures: where a run failed, its first error event, retry', () => {
 
   test('a run that lost its lease: failedAt guard, the lease event before the error', async () => {
     await ctx.provider.control.seed({ from: 1, count: 40, modifiedAt: T0 })
-    await ctx.engine.addPipeline({ name: 'fails-guard', mode: 'delta', leaseDuration: 600, source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'host.RunEventsMapping' } })
+    await ctx.engine.addPipeline({ name: 'fails-guard', mode: 'delta', leaseDuration: 600, source: { service: 'Provider', entity: 'Books', batchSize: 5 }, target: { entity: 'host.RunEventsGuard' } })
     settings().runEvents = { flushInterval: 100 }
     await ctx.provider.control.faults({ delay: 250 })
     try {
@@ -282,7 +282,7 @@ describe('failures: where a run failed, its first error event, retry', () => {
 
   test('retry() of a failed run starts the pipeline again in its mode; operators and admins only; failed runs only', async () => {
     await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
-    await ctx.engine.addPipeline({ name: 'retried', mode: 'full', parallel: 1, retry: { maxRetries: 0 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsSource' } })
+    await ctx.engine.addPipeline({ name: 'retried', mode: 'full', parallel: 1, retry: { maxRetries: 0 }, source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsRetried' } })
     await ctx.provider.control.faults({ status: 500, count: 1000 })
     const run = await failedRun('retried')
     await ctx.provider.control.faults({})
