@@ -169,6 +169,19 @@ describe('run events', () => {
     expect(Number(sweep[0].rows)).toBe(2)
   })
 
+  test('a partitioned full read is an event: its key ranges; every page read is one', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 40, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'events-parallel', mode: 'full', parallel: 2, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'host.RunEventsParallel' } })
+    const outcome = await ctx.run('events-parallel')
+    expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 40 } })
+    const events = await eventsOf(outcome.runId)
+    const partitions = events.filter(e => e.kind === 'partitions')
+    expect(partitions).toHaveLength(1)
+    expect(partitions[0]).toMatchObject({ phase: 'source', message: expect.stringMatching(/^full read in 2 key ranges, [12] at once$/) })
+    expect(Number(partitions[0].rows)).toBe(40)
+    expect(events.filter(e => e.kind === 'page').reduce((sum, e) => sum + Number(e.rows), 0)).toBe(40)
+  })
+
   test('runEvents.max is checked: an invalid value fails the run naming the key', async () => {
     await ctx.provider.control.seed({ from: 1, count: 2, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'events-invalid', mode: 'delta', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsBound' } })
