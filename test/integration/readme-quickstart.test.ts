@@ -30,7 +30,8 @@ const blocks = quickstartBlocks()
 const describeBlock = (block: QuickstartBlock) =>
   `step ${block.step}: ${block.file ? `write ${block.file}` : commandLines(block).join(' ; ')}`
 
-describe('README quick start, run as written', () => {
+// every test here starts `cds watch` in a fresh project (several on a busy machine): a deadline of 5 min each
+describe('README quick start, run as written', { timeout: 300_000 }, () => {
   const started = Date.now()
   const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-quickstart-'))
   const bin = path.join(work, '.bin')
