@@ -131,7 +131,7 @@ describe('console accessibility (axe-core, every view)', () => {
   test('pipeline detail: configuration', async () => {
     await select('products')
     await tab('config')
-    await page.locator(`${byId('configTable')} tr.sapMLIB`).first().waitFor()
+    await page.locator(`${byId('settingsTable')} tr.sapMLIB`).first().waitFor()
     await expectClean('detail-config')
   })
 
