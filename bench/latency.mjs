@@ -12,7 +12,11 @@
  *   raw   = that plain sequential read at the latency itself (the floor as measured);
  * and the ratio product / floor. Targets: at 50 ms the partitioned copy ≤ 0.25 × floor; at 0 ms no
  * slower than parallel 1 (± 5 %); peak RSS (VmHWM) growth over parallel 1 ≤ parallel × one page.
- * Figures are medians of the rounds; output: a table and bench/results/latency.json.
+ * Figures: medians of the rounds, and the best round against the floor measured in that same round
+ * (best-of-N: on a shared machine other load only ever adds time). Beside them the CPU time the
+ * provider, the consumer and the proxy spent on the copy: with all of them on one machine, a copy
+ * takes at least max(provider CPU, consumer CPU, all CPU / cores) — printed as the lowest ratio
+ * this machine allows. Output: a table and bench/results/latency.json.
  *
  * Environment:
  *   BENCH_LATENCY_SIZES=100000   rows (quick run: 20000)
