@@ -110,21 +110,21 @@ describe('partitioned full reads', () => {
   })
 
   test('a provider that serves one request at a time: parallel reduced for the rest of the run, said in the log; every row once', async () => {
-    await ctx.provider.control.seed({ from: 1, count: 200, modifiedAt: T0 })
+    await ctx.provider.control.seed({ from: 1, count: 400, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-slow', mode: 'full', parallel: 8, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelSlow' } })
     // each answer waits for the ones before it: twice the requests at once, twice the time per page
-    await ctx.provider.control.faults({ delay: 60, serial: true })
+    await ctx.provider.control.faults({ delay: 100, serial: true })
     const logged: string[] = []
     const spy = vi.spyOn(console, 'info').mockImplementation((...args: unknown[]) => { logged.push(formatWithOptions({ depth: 4 }, ...args)) })
     try {
-      expect(await ctx.run('parallel-slow')).toMatchObject({ status: 'completed', statistics: { created: 200 } })
+      expect(await ctx.run('parallel-slow')).toMatchObject({ status: 'completed', statistics: { created: 400 } })
     } finally {
       spy.mockRestore()
     }
     const reduced = logged.filter(line => line.includes("pipeline 'parallel-slow': parallel reduced from 4 to 2 for the rest of the run"))
     expect(reduced, logged.join('\n')).toHaveLength(1)
     expect(reduced[0]).toMatch(/median page \d+ ms at 4, \d+ ms at 2/)
-    await expectCopy('consumer.BooksParallelSlow', 200)
+    await expectCopy('consumer.BooksParallelSlow', 400)
   })
 
   test('maxParallelReads caps the requests in flight of the whole process', async () => {
