@@ -129,7 +129,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
   const parallel = config.parallel ?? DEFAULTS.parallel
   if (!Number.isInteger(parallel) || parallel < 1 || parallel > MAX_PARALLEL)
-    throw invalidConfig('parallel', `must be an integer between 1 and ${MAX_PARALLEL} (key ranges a full copy reads at once; 1 reads page after page)`)
+    throw invalidConfig('parallel', `must be an integer between 1 and ${MAX_PARALLEL} (most requests a full copy or a large delta reads at once, in key ranges; 1 reads page after page)`)
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
   const maxStaleness = resolveMaxStaleness(config.maxStaleness)
 

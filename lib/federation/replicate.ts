@@ -113,7 +113,7 @@ export function replicaOf(name: string, csn: FederationCsn, federated = false): 
   const schedule = options.schedule as ScheduleInput | undefined | null
   const parallel = options.parallel ?? undefined
   if (parallel !== undefined && (!Number.isInteger(parallel) || (parallel as number) < 1 || (parallel as number) > MAX_PARALLEL))
-    throw annotationError(name, 'parallel', `must be an integer between 1 and ${MAX_PARALLEL} (key ranges a full copy reads at once)`)
+    throw annotationError(name, 'parallel', `must be an integer between 1 and ${MAX_PARALLEL} (most requests a full copy or a large delta reads at once)`)
   const config: PipelineConfig = {
     name,
     description: `${federated ? ANNOTATIONS.federated : ANNOTATIONS.replicate}: ${from} → ${name}`,
