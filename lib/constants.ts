@@ -134,7 +134,7 @@ export const FEDERATED_DEFAULTS = {
 /** Kinds of `cds.requires` entries that are remote services (the sources `@federated` replicates from). */
 export const REMOTE_KINDS = ['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest'] as const
 /** Keys `@federation.replicate` accepts. */
-export const REPLICATE_KEYS = ['schedule', 'preload', 'delta', 'events'] as const
+export const REPLICATE_KEYS = ['schedule', 'preload', 'delta', 'events', 'parallel'] as const
 
 /** Delegation defaults (SPEC "Read behaviour on federated entities"); override under `cds.requires['data-pipeline'].federation`. */
 export const DELEGATE_DEFAULTS = {

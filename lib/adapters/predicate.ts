@@ -119,6 +119,23 @@ export function after(columns: string[], last: DataRecord): Predicate {
   return alternatives.length === 1 ? alternatives[0] : { or: alternatives }
 }
 
+/** Rows at or after `first` in the order of `columns` (a key range's lower end). */
+export function notBefore(columns: string[], first: DataRecord): Predicate {
+  return tuple(columns, first, 'gt', 'ge')
+}
+
+/** Rows strictly before `bound` in the order of `columns` (a key range's upper end). */
+export function before(columns: string[], bound: DataRecord): Predicate {
+  return tuple(columns, bound, 'lt', 'lt')
+}
+
+function tuple(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate {
+  const alternatives: Predicate[] = columns.map((column, i) =>
+    and(...columns.slice(0, i).map(prev => ({ field: prev, op: 'eq' as const, value: row[prev] })), { field: column, op: i === columns.length - 1 ? lastOp : op, value: row[column] })!,
+  )
+  return alternatives.length === 1 ? alternatives[0] : { or: alternatives }
+}
+
 /** Evaluates a predicate on a record in memory (REST previews, query-shape slices). */
 export function matches(record: DataRecord, predicate: Predicate): boolean {
   if ('and' in predicate) return predicate.and.every(p => matches(record, p))

@@ -16,6 +16,7 @@
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { TrackerState } from './types.js'
 import { after, type Predicate } from './predicate.js'
+import { rangeOf, type RangeLedger } from './ranges.js'
 
 export interface ReadSegment {
   filter?: Predicate
@@ -175,23 +176,14 @@ export function splitUtc(iso: string): [string, string] {
 }
 
 /** Follows the records of a run and yields the watermark to store after success. */
-export class WatermarkTracker {
-  private maxTime: number | undefined
-  private maxKey: string | number | undefined
+/** How far the rows read so far reach: the highest watermark value (and the keys of its last row), or the highest key. */
+class Reach {
+  maxTime: number | undefined
+  maxKey: string | number | undefined
   /** Keys of the last record read with `maxTime` (reads are ordered: the highest at that value). */
-  private tie: DataRecord | undefined
-  private readonly ties: TiePolicy | undefined
+  tie: DataRecord | undefined
 
-  /**
-   * `mode`: the run's mode. Tie cursors come from runs that read every row up to the value
-   * (delta and full runs); a partial refresh reads a slice and keeps the stored cursor.
-   */
-  constructor(private readonly plan: DeltaPlan, private readonly previous: Watermark, private readonly readStart: Date, mode: TrackerState['mode'] = 'delta') {
-    this.ties = mode === 'partial-refresh' ? undefined : plan.ties
-  }
-
-  observe(records: DataRecord[]): void {
-    const { plan } = this
+  observe(plan: DeltaPlan, ties: TiePolicy | undefined, records: DataRecord[]): void {
     let last: DataRecord | undefined // the batch's last record at the highest value: its keys become the tie position
     for (const record of records) {
       if (plan.mode === 'key') {
@@ -208,17 +200,62 @@ export class WatermarkTracker {
         last = record
       }
     }
-    if (last && this.ties) this.tie = keysOf(last, this.ties.keys)
+    if (last && ties) this.tie = keysOf(last, ties.keys)
+  }
+}
+
+export class WatermarkTracker {
+  /** A sequential read's reach. */
+  private readonly reach = new Reach()
+  /** A partitioned read's reach per key range (ranges.ts), in the read's order. */
+  private readonly ranges = new Map<number, Reach>()
+  private ledger: RangeLedger | undefined
+  private readonly ties: TiePolicy | undefined
+
+  /**
+   * `mode`: the run's mode. Tie cursors come from runs that read every row up to the value
+   * (delta and full runs); a partial refresh reads a slice and keeps the stored cursor.
+   */
+  constructor(private readonly plan: DeltaPlan, private readonly previous: Watermark, private readonly readStart: Date, mode: TrackerState['mode'] = 'delta') {
+    this.ties = mode === 'partial-refresh' ? undefined : plan.ties
+  }
+
+  observe(records: DataRecord[]): void {
+    const range = rangeOf(records)
+    if (!range) return this.reach.observe(this.plan, this.ties, records)
+    this.ledger = range.ledger
+    let reach = this.ranges.get(range.index)
+    if (!reach) this.ranges.set(range.index, (reach = new Reach()))
+    reach.observe(this.plan, this.ties, records)
+  }
+
+  /**
+   * How far the rows read reach without a gap. Sequential: all of them. Partitioned: the ranges
+   * below the first one not read to its end, and that one's rows so far (a range reads in
+   * order); a later range's rows wait until the ones below are complete — the watermark never
+   * passes a row another range has not handed on. The highest range with rows holds the
+   * highest value and the last row at it (ranges follow the read's order).
+   */
+  private reached(): Reach {
+    if (!this.ledger) return this.reach
+    const frontier = this.ledger.frontier()
+    let best: Reach | undefined
+    for (let index = 0; index <= frontier; index++) {
+      const reach = this.ranges.get(index)
+      if (reach && (reach.maxTime !== undefined || reach.maxKey !== undefined)) best = reach
+    }
+    return best ?? new Reach()
   }
 
   result(): Watermark {
     const { plan } = this
+    const { maxTime, maxKey } = this.reached()
     if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields') {
-      const lastSync = later(this.maxTime !== undefined ? new Date(this.maxTime).toISOString() : this.previous.lastSync ?? this.readStart.toISOString(), this.previous.lastSync)
+      const lastSync = later(maxTime !== undefined ? new Date(maxTime).toISOString() : this.previous.lastSync ?? this.readStart.toISOString(), this.previous.lastSync)
       return { lastSync, lastKey: this.tieCursor(lastSync) }
     }
     if (plan.mode === 'key') {
-      const lastKey = this.maxKey !== undefined ? String(this.maxKey) : this.previous.lastKey
+      const lastKey = maxKey !== undefined ? String(maxKey) : this.previous.lastKey
       return { lastSync: this.readStart.toISOString(), lastKey }
     }
     return { lastSync: this.readStart.toISOString(), lastKey: this.previous.lastKey }
@@ -232,11 +269,12 @@ export class WatermarkTracker {
    */
   checkpoint(): Watermark {
     const { plan, previous } = this
+    const { maxTime, maxKey } = this.reached()
     if (plan.mode === 'timestamp' || plan.mode === 'datetime-fields') {
-      const lastSync = this.maxTime !== undefined ? later(new Date(this.maxTime).toISOString(), previous.lastSync) : previous.lastSync
+      const lastSync = maxTime !== undefined ? later(new Date(maxTime).toISOString(), previous.lastSync) : previous.lastSync
       return { lastSync, lastKey: lastSync === null ? previous.lastKey : this.tieCursor(lastSync) }
     }
-    if (plan.mode === 'key') return { lastSync: previous.lastSync, lastKey: this.maxKey !== undefined ? String(this.maxKey) : previous.lastKey }
+    if (plan.mode === 'key') return { lastSync: previous.lastSync, lastKey: maxKey !== undefined ? String(maxKey) : previous.lastKey }
     return { ...previous }
   }
 
@@ -245,8 +283,9 @@ export class WatermarkTracker {
    * highest it read, else the stored one (nothing read at the value, or a shrunken source).
    */
   private tieCursor(lastSync: string): string | null {
-    if (this.maxTime === undefined || !this.tie || Date.parse(lastSync) !== this.maxTime) return this.previous.lastKey
-    const cursor: TieCursor = { at: lastSync, after: this.tie, readAt: this.readStart.toISOString() }
+    const { maxTime, tie } = this.reached()
+    if (maxTime === undefined || !tie || Date.parse(lastSync) !== maxTime) return this.previous.lastKey
+    const cursor: TieCursor = { at: lastSync, after: tie, readAt: this.readStart.toISOString() }
     const text = JSON.stringify(cursor)
     return text.length <= MAX_CURSOR_LENGTH ? text : null
   }

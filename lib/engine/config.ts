@@ -11,7 +11,7 @@ import { validateRestConfig } from '../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
 import { parseSchedule } from './schedule/spec.js'
 import { parseDuration } from './duration.js'
-import { MAX_PARALLEL, STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
+import { STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
 import { checkSetting } from './setting-rules.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
@@ -119,8 +119,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
   if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
   const parallel = config.parallel ?? DEFAULTS.parallel
-  if (!Number.isInteger(parallel) || parallel < 1 || parallel > MAX_PARALLEL)
-    throw invalidConfig('parallel', `must be an integer between 1 and ${MAX_PARALLEL} (key ranges a full copy reads at once; 1 reads page after page)`)
+  checkSetting('parallel', parallel) // most requests a full copy or a large delta reads at once, in key ranges
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
   const maxStaleness = resolveMaxStaleness(config.maxStaleness)
 

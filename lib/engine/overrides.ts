@@ -8,7 +8,7 @@ import type { PipelineConfig } from '../pipeline/types.js'
 
 /** The only config paths an override may set. */
 export const OVERRIDABLE_PATHS = [
-  'description', 'mode', 'enabled', 'schedule', 'transaction', 'maxStaleness',
+  'description', 'mode', 'enabled', 'schedule', 'transaction', 'maxStaleness', 'parallel',
   'source.batchSize', 'delta.field', 'delta.mode', 'delta.dateField', 'delta.timeField',
   'retry.maxRetries', 'retry.baseDelay', 'retry.maxDelay',
   // as a whole (an object value replaces the coded one; null restores the default)

@@ -241,7 +241,7 @@ export class PipelineRun {
     const readStart = early?.startedAt ?? this.startTime
     this.recorder.enter('source')
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
-    if (request.mode === 'full' && pipeline.parallel > 1 && !source.readsPartitioned) sequentialNote(pipeline, `${source.constructor.name} reads a full copy page after page`)
+    if ((request.mode === 'full' || request.mode === 'delta') && pipeline.parallel > 1 && !source.readsPartitioned) sequentialNote(pipeline, `${source.constructor.name} reads page after page`)
     const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
       : await this.recorder.during('source', () => this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: early?.stream() }))
     const readStream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined

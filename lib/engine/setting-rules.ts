@@ -9,7 +9,7 @@
 import { DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import { DURATION_PATTERN } from './duration.js'
-import { FIELD_NAME, MAX_TIMER_MS, STORED_LENGTHS, minInterval } from './limits.js'
+import { FIELD_NAME, MAX_PARALLEL, MAX_TIMER_MS, STORED_LENGTHS, minInterval } from './limits.js'
 import type { OVERRIDABLE_PATHS } from './overrides.js'
 
 export type SettingType = 'enum' | 'integer' | 'number' | 'boolean' | 'text' | 'schedule' | 'duration' | 'json'
@@ -45,6 +45,7 @@ const RULES: Record<OverridablePath, SettingRule> = {
   transaction: { type: 'enum', values: TRANSACTION_SCOPES },
   maxStaleness: { type: 'duration', min: 1, unit: 'ms', pattern: DURATION_PATTERN.source },
   'source.batchSize': { type: 'integer', min: 1, max: 100_000 },
+  parallel: { type: 'integer', min: 1, max: MAX_PARALLEL },
   'delta.field': fieldName,
   'delta.mode': { type: 'enum', values: DELTA_MODES },
   'delta.dateField': fieldName,

@@ -4,7 +4,7 @@
  * entity the projection selects from (through the remote service, so renames and the column
  * restriction of the projection apply) and writes the entity's local table.
  *
- *   @federation.replicate: { schedule: 600000, preload: { wait: true }, delta: { field: 'changedAt' } }
+ *   @federation.replicate: { schedule: 600000, preload: { wait: true }, delta: { field: 'changedAt' }, parallel: 8 }
  *   entity Books as projection on Provider.Books { key ID, title as name, modifiedAt as changedAt };
  *
  * `schedule` omitted → manual only; `preload: true` → one initial run in the background;
@@ -18,6 +18,7 @@ import type { DeltaConfig, PipelineConfig } from '../pipeline/types.js'
 import type { ScheduleInput } from '../pipeline/types.js'
 import type { RunOutcome } from '../engine/run.js'
 import { projectionSource } from '../model/csn.js'
+import { MAX_PARALLEL } from '../engine/limits.js'
 import { annotationValue, classify, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
 import type DataPipelineService from '../../srv/data-pipeline.js'
 
@@ -110,6 +111,9 @@ export function replicaOf(name: string, csn: FederationCsn, federated = false): 
     }
   }
   const schedule = options.schedule as ScheduleInput | undefined | null
+  const parallel = options.parallel ?? undefined
+  if (parallel !== undefined && (!Number.isInteger(parallel) || (parallel as number) < 1 || (parallel as number) > MAX_PARALLEL))
+    throw annotationError(name, 'parallel', `must be an integer between 1 and ${MAX_PARALLEL} (most requests a full copy or a large delta reads at once)`)
   const config: PipelineConfig = {
     name,
     description: `${federated ? ANNOTATIONS.federated : ANNOTATIONS.replicate}: ${from} → ${name}`,
@@ -117,6 +121,7 @@ export function replicaOf(name: string, csn: FederationCsn, federated = false): 
     target: { entity: name },
     ...(delta ? { delta } : federated ? { mode: 'full' as const } : {}),
     ...(schedule !== undefined && schedule !== null ? { schedule } : {}),
+    ...(parallel !== undefined ? { parallel: parallel as number } : {}),
     // event-driven replication: validated with the pipeline (errors name `events…`)
     ...(options.events !== undefined && options.events !== null ? { events: options.events as PipelineConfig['events'] } : {}),
   }

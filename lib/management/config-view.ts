@@ -70,6 +70,7 @@ export function resolvedValues(pipeline: ResolvedPipeline): Record<string, unkno
       : null,
     transaction: pipeline.transaction,
     'source.batchSize': pipeline.batchSize,
+    parallel: pipeline.parallel,
     'retry.maxRetries': pipeline.retry.maxRetries,
     'retry.baseDelay': pipeline.retry.baseDelay,
     'retry.maxDelay': pipeline.retry.maxDelay,

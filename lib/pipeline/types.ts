@@ -115,7 +115,11 @@ export interface PipelineConfig {
   deletes?: DeletesConfig
   /** Lease duration in ms for the run guard (default 60 s); the lease is renewed every third of it. */
   leaseDuration?: number
-  /** Key ranges a full copy reads at once (1–32, default 1 = sequential pages). OData V4/V2, HCQL and CQN entity sources with one key column. */
+  /**
+   * Most requests a full copy or a delta of at least two pages reads at once, in ranges of its order
+   * (1–32, default 1 = sequential pages): OData V4/V2, HCQL and CQN entity sources. Started at a
+   * quarter, doubled while the source answers as fast, reduced when it answers slower (governor.ts).
+   */
   parallel?: number
   /** Schema drift check at run start (README "Schema drift"): `'warn'` (default), `'fail'`, `'ignore'`, or `{ policy, maxAge }`. */
   schemaDrift?: SchemaDriftInput

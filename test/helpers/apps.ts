@@ -80,7 +80,8 @@ export interface ProviderControl {
   seed(data: { from?: number; count: number; modifiedAt?: string; author?: string }): Promise<void>
   touch(data: { from: number; count?: number; modifiedAt?: string; title?: string }): Promise<void>
   reset(): Promise<void>
-  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number }): Promise<void>
+  /** `serial`: `delay` is the time of each request served one after another (a single-threaded provider), not a round trip. */
+  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number; serial?: boolean }): Promise<void>
   /** `maxInFlight`: the most counted requests open at once; `times`: arrival (ms) and injected status of the last 200. */
   stats(): Promise<{ requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }>
   /** Caps the provider's page size (0 = off); it then pages server-side with next links. */
@@ -98,7 +99,7 @@ export function providerControl(base: string): ProviderControl {
     touch: data => post('touch', data),
     reset: () => post('reset', {}),
     pageLimit: max => post('pageLimit', { max }),
-    faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, ...data }),
+    faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, serial: false, ...data }),
     async stats() {
       const response = await fetch(`${base}/odata/v4/control/stats()`)
       return (await response.json()) as { requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }

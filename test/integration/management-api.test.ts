@@ -354,7 +354,7 @@ describe('overrides and configView', () => {
     expect(view.base.source.query).toBe('[Function]')
     expect(view.overrides).toEqual({})
     expect(view.meta.scheduleLiveChangeSupported).toEqual(expect.any(Boolean))
-    expect(view.meta.overridablePaths).toEqual(expect.arrayContaining(['mode', 'description', 'source.batchSize', 'delta.field', 'schedule', 'enabled']))
+    expect(view.meta.overridablePaths).toEqual(expect.arrayContaining(['mode', 'description', 'source.batchSize', 'delta.field', 'schedule', 'enabled', 'parallel']))
     for (const field of view.fields) {
       // an overridable field also carries its rule (test/integration/settings-rules.test.ts)
       expect(Object.keys(field).sort()).toEqual(['coded', 'effective', 'overridable', 'override', 'path', ...(field.overridable ? ['rule'] : []), 'source'])
@@ -392,12 +392,24 @@ describe('overrides and configView', () => {
     expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"source":{"service":"Other"}}' }), 400, 'source.service')
     expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"delta":{"mode":"bogus"}}' }), 400, 'delta.mode')
     expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"source.batchSize":-1}' }), 400, 'batchSize')
+    expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"parallel":0}' }), 400, 'parallel')
+    expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"parallel":33}' }), 400, 'parallel')
+    expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"parallel":2.5}' }), 400, 'parallel')
     expectError(await POST(`${B('author-stats')}.setOverrides`, { overrides: '{"mode":"delta"}' }), 400, 'mode')
     expectError(await POST(`${B('books')}.setOverrides`, { overrides: '{"mode":' }), 400, 'overrides')
     expectError(await POST(`${B('books')}.setOverrides`, { overrides: '[1,2]' }), 400, 'overrides')
     expectError(await POST(`${B('books')}.setOverrides`, {}), 400, 'overrides')
     expect(jsonValue(await GET(`${B('books')}.configView()`)).overrides).toEqual(before)
     expect((await pipelineRow('books')).mode).toBe('full')
+  })
+
+  test('parallel is overridable (key ranges a full copy reads at once): set, shown as effective, cleared back to the default', async () => {
+    const res = await POST(`${B('people')}.setOverrides`, { overrides: JSON.stringify({ parallel: 4 }) })
+    expect(res.status, JSON.stringify(res.data)).toBe(200)
+    const field = (view: any) => view.fields.find((f: any) => f.path === 'parallel')
+    expect(field(jsonValue(await GET(`${B('people')}.configView()`)))).toMatchObject({ override: 4, effective: 4, source: 'override', overridable: true })
+    expect((await POST(`${B('people')}.clearOverrides`, { keys: 'parallel' })).status).toBe(200)
+    expect(field(jsonValue(await GET(`${B('people')}.configView()`)))).toMatchObject({ override: null, effective: 1, source: 'default', overridable: true })
   })
 
   test("clearOverrides { keys: 'mode,description' } removes just those paths", async () => {

@@ -4,6 +4,7 @@
  * counts the requests open at once and when each arrived (test/fixtures/provider/srv/faults.js).
  */
 import cds from '@sap/cds'
+import { formatWithOptions } from 'node:util'
 import { ql, useConsumer } from '../helpers/consumer'
 
 const ctx = useConsumer()
@@ -27,15 +28,23 @@ describe('partitioned full reads', () => {
   test('parallel 4: key ranges read at once, every row once, at most 4 requests in flight; counts and progress add up', async () => {
     await ctx.provider.control.seed({ from: 1, count: 200, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-four', mode: 'full', parallel: 4, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallel' } })
-    // a long round trip against the page: all four ranges at once (partitions.ts `depth`)
+    // a long round trip against the page: from one request up to all four ranges at once (governor.ts)
     await ctx.provider.control.faults({ delay: 200 })
+    // lookups of existing keys in the target: none, every batch of every range is a plain INSERT
+    // after the truncate (its keys lie outside all key intervals written before; written-keys.ts)
+    let lookups = 0
+    const db = await cds.connect.to('db')
+    db.before('READ', 'consumer.BooksParallel', req => { if ((req.query as { SELECT?: { where?: unknown } }).SELECT?.where) lookups++ })
     const before = await ctx.requestCount()
     const outcome = await ctx.run('parallel-four')
+    expect(lookups).toBe(0)
     const stats = await ctx.provider.control.stats()
     expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 200, updated: 0, deleted: 0 } })
     await expectCopy('consumer.BooksParallel', 200)
-    // ranges at once, never more than `parallel`
-    expect(stats.maxInFlight).toBe(4)
+    // ranges at once, never more than `parallel` (how many between: governor.ts, from one up; on a
+    // loaded machine a provider short of CPU answers slower with more at once and the read stays lower)
+    expect(stats.maxInFlight).toBeGreaterThanOrEqual(2)
+    expect(stats.maxInFlight).toBeLessThanOrEqual(4)
     const urls = stats.urls.slice(-(stats.requests - before))
     // boundaries at 50, 100, 150 of the count (three one-row samples)
     expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['100', '150', '50'])
@@ -102,6 +111,24 @@ describe('partitioned full reads', () => {
     await expectCopy('consumer.BooksParallel429', 200)
   })
 
+  test('a provider that serves one request at a time: parallel reduced for the rest of the run, said in the log; every row once', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 400, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'parallel-slow', mode: 'full', parallel: 8, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelSlow' } })
+    // each answer waits for the ones before it: twice the requests at once, twice the time per page
+    await ctx.provider.control.faults({ delay: 100, serial: true })
+    const logged: string[] = []
+    const spy = vi.spyOn(console, 'info').mockImplementation((...args: unknown[]) => { logged.push(formatWithOptions({ depth: 4 }, ...args)) })
+    try {
+      expect(await ctx.run('parallel-slow')).toMatchObject({ status: 'completed', statistics: { created: 400 } })
+    } finally {
+      spy.mockRestore()
+    }
+    const reduced = logged.filter(line => line.includes("pipeline 'parallel-slow': parallel reduced from 4 to 2 for the rest of the run"))
+    expect(reduced, logged.join('\n')).toHaveLength(1)
+    expect(reduced[0]).toMatch(/median page \d+ ms at 4, \d+ ms at 2/)
+    await expectCopy('consumer.BooksParallelSlow', 400)
+  })
+
   test('maxParallelReads caps the requests in flight of the whole process', async () => {
     const requires = cds.env.requires as unknown as Record<string, Record<string, unknown>>
     requires['data-pipeline'].maxParallelReads = 2
@@ -117,12 +144,36 @@ describe('partitioned full reads', () => {
     }
   })
 
-  test('delta runs stay sequential (one request at a time)', async () => {
+  test('delta: a first run (rows without a watermark first) goes page after page; a large delta reads ranges of (modifiedAt, ID) at once and loses nothing at ties across the boundaries; a no-change delta is one request', async () => {
     await ctx.provider.control.seed({ from: 1, count: 100, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-delta', parallel: 4, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelDelta' } })
     await ctx.provider.control.faults({ delay: 20 })
     expect(await ctx.run('parallel-delta')).toMatchObject({ status: 'completed', statistics: { created: 100 } })
     expect((await ctx.provider.control.stats()).maxInFlight).toBe(1)
+
+    // 60 rows share T1 (the range boundaries at 20 and 50 of 90 fall inside that group), 30 share T2
+    const T1 = '2026-02-01T00:00:00.000Z'
+    const T2 = '2026-03-01T00:00:00.000Z'
+    await ctx.provider.control.touch({ from: 1, count: 60, modifiedAt: T1, title: 'changed' })
+    await ctx.provider.control.touch({ from: 61, count: 30, modifiedAt: T2, title: 'changed' })
+    await ctx.provider.control.faults({ delay: 200 }) // a long round trip: more requests at once pay
+    const before = await ctx.requestCount()
+    expect(await ctx.run('parallel-delta')).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 90, deleted: 0 } })
+    const stats = await ctx.provider.control.stats()
+    const urls = stats.urls.slice(-(stats.requests - before))
+    expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['20', '50', '70'])
+    expect(stats.maxInFlight).toBeGreaterThan(1)
+    expect(stats.maxInFlight).toBeLessThanOrEqual(4)
+    await expectCopy('consumer.BooksParallelDelta', 100, id => (id <= 90 ? 'changed' : `Book ${id}`))
+    // the watermark and its tie cursor: the last row of the last range
+    const tracker = (await ql.SELECT.one.from('plugin.data_pipeline.Pipelines').where({ name: 'parallel-delta' })) as { lastSync: string; lastKey: string }
+    expect(new Date(tracker.lastSync).toISOString()).toBe(T2)
+    expect(JSON.parse(tracker.lastKey)).toMatchObject({ at: T2, after: { ID: 90 } })
+
+    // nothing changed: exactly one request, nothing written
+    const idle = await ctx.requestCount()
+    expect(await ctx.run('parallel-delta')).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 0, deleted: 0 } })
+    expect((await ctx.readsSince(idle)).reads).toHaveLength(1)
   })
 
   test('OData V2: the same ranges with $inlinecount and typed literals', async () => {
@@ -130,7 +181,9 @@ describe('partitioned full reads', () => {
     await ctx.engine.addPipeline({ name: 'parallel-v2', mode: 'full', parallel: 3, source: { service: 'ProviderV2', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelV2' } })
     await ctx.provider.control.faults({ delay: 200 })
     expect(await ctx.run('parallel-v2')).toMatchObject({ status: 'completed', statistics: { created: 90 } })
-    expect((await ctx.provider.control.stats()).maxInFlight).toBe(3)
+    const { maxInFlight } = await ctx.provider.control.stats()
+    expect(maxInFlight).toBeGreaterThanOrEqual(2)
+    expect(maxInFlight).toBeLessThanOrEqual(3)
     await expectCopy('consumer.BooksParallelV2', 90)
   })
 })

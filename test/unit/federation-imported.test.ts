@@ -124,14 +124,25 @@ describe('imported APIs as cds import writes them', () => {
       @federation.replicate: { delta: { field: 'changed', deletedField: 'isDeleted', deletedAction: 'flag' } }
       entity Soft as projection on ext.Items { key ID, name, isDeleted, modifiedAt as changed };
       @federation.replicate: { mode: 'full' }
-      entity Unknown as projection on ext.Books { key ID };`)
+      entity Unknown as projection on ext.Books { key ID };
+      @federation.replicate: { parallel: 8 }
+      entity Wide as projection on ext.Books { key ID, title };
+      @federation.replicate: { parallel: 33 }
+      entity TooWide as projection on ext.Books { key ID };
+      @federation.replicate: { parallel: 'many' }
+      entity NotWide as projection on ext.Books { key ID };`)
     annotations().enhanceModel(csn as never)
     const config = (name: string) => replicate().replicaOf(name, csn as never).config
     expect(config('Pairs')).toMatchObject({ schedule: '10m', delta: { mode: 'datetime-fields', dateField: 'changedDate', timeField: 'changedTime', settle: '5m' } })
     expect(replicate().replicaOf('Pairs', csn as never).preload).toBe('wait')
     expect(config('ByKey').delta).toEqual({ mode: 'key', field: 'ID' })
     expect(config('Soft').delta).toEqual({ field: 'modifiedAt', deletedField: 'isDeleted', deletedAction: 'flag' })
-    expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta, events")
+    expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta, events, parallel")
+    // key ranges a full copy reads at once (README "Performance")
+    expect(config('Wide').parallel).toBe(8)
+    expect(config('ByKey').parallel).toBeUndefined()
+    expect(() => config('TooWide')).toThrow("@federation.replicate on 'TooWide': parallel must be an integer between 1 and 32")
+    expect(() => config('NotWide')).toThrow("@federation.replicate on 'NotWide': parallel must be an integer between 1 and 32")
   })
 
   test('@federation.replicate: { events } subscribes the replica (README "Event-driven replication"); @federated takes events from its settings', async () => {

@@ -56,7 +56,7 @@ export abstract class BaseSourceAdapter {
   }
 
   /**
-   * Whether full reads may be split into `parallel` key ranges read at once (README
+   * Whether full and delta reads may be split into `parallel` key ranges read at once (README
    * "Performance"): the built-in OData, HCQL and CQN entity sources. Others (REST, custom
    * adapters) read page after page, and a run with `parallel` > 1 says so in the log.
    */
@@ -65,13 +65,14 @@ export abstract class BaseSourceAdapter {
   }
 
   /**
-   * Whether this read is split into key ranges (`partitionedPages`): a full run, `parallel` > 1,
-   * one key column; logs why not where the pipeline asked for more than one range.
+   * Whether this read is split into key ranges (`partitionedPages`): a full or delta run,
+   * `parallel` > 1, one ordered segment; logs why not where the pipeline asked for more than one
+   * range. Whether it is large enough to split is decided by its first page's count.
    */
-  protected partitions(tracker: TrackerState, keys: string[], segments: ReadSegment[]): boolean {
-    if (tracker.mode !== 'full' || this.pipeline.parallel <= 1) return false
-    const reason = sequentialReason(keys, segments)
-    if (reason) sequentialNote(this.pipeline, `the full read goes page after page: ${reason}`)
+  protected partitions(tracker: TrackerState, segments: ReadSegment[]): boolean {
+    if ((tracker.mode !== 'full' && tracker.mode !== 'delta') || this.pipeline.parallel <= 1) return false
+    const reason = sequentialReason(segments)
+    if (reason) sequentialNote(this.pipeline, `the ${tracker.mode} read goes page after page: ${reason}`)
     return !reason
   }
 

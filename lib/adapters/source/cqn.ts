@@ -63,7 +63,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     const segments = readSegments(plan, tracker, keys)
     const columns = this.columns ? [...new Set([...this.columns, ...segments.flatMap(s => s.order), ...watermarkFields(plan)])] : dataElementNames(entity)
     const progress = tracker.progress
-    if (this.partitions(tracker, keys, segments)) {
+    if (this.partitions(tracker, segments)) {
       yield* partitionedPages({ name: this.pipeline.name, segment: segments[0], top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.entityPage(entity, columns, request, true), retry: this.pipeline.retry, progress })
       return
     }

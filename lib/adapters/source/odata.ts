@@ -98,7 +98,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     const segments = readSegments(plan, tracker, keys)
     const orderColumns = new Set([...segments.flatMap(s => s.order), ...watermarkFields(plan)])
     const select = this.columns ? [...new Set([...this.columns, ...orderColumns])] : undefined
-    if (this.partitions(tracker, keys, segments)) {
+    if (this.partitions(tracker, segments)) {
       yield* partitionedPages({ name: this.pipeline.name, segment: segments[0], top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.fetchPage(request, select), retry: this.pipeline.retry, progress: tracker.progress })
       return
     }

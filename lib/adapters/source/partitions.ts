@@ -14,15 +14,18 @@
  *
  * Every page request of a range is retried on its own (retry.ts); the run fails once one range
  * gives up, and its other ranges stop sending. At most `parallel` requests of a run are in flight
- * (slots.ts), at most `maxParallelReads` of the process; a 429 holds back all ranges of the run.
+ * (slots.ts), fewer while more would only queue (governor.ts), at most `maxParallelReads` of the
+ * process; a 429 holds back all ranges of the run.
  */
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
-import { after, and, type Predicate } from '../predicate.js'
+import { after, and, before, notBefore, type Predicate } from '../predicate.js'
+import { RangeLedger, tagBatch } from '../ranges.js'
 import { retryAfterOf, statusOf, withRetry } from '../retry.js'
 import { currentRun } from '../../runs/index.js'
 import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
 import { RequestSlots, processSlots } from './slots.js'
+import { Concurrency } from './governor.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
 import type { DataRecord, RetryConfig } from '../../pipeline/types.js'
@@ -47,22 +50,32 @@ class ReadStopped extends Error {
   readonly status = 400
 }
 
-/** Why a source reads a full copy page after page although `parallel` > 1; undefined when it may partition. */
-export function sequentialReason(keys: string[], segments: ReadSegment[]): string | undefined {
-  if (keys.length !== 1) return `its key has ${keys.length} columns (partitioned reads need one key column)`
-  if (segments.length !== 1 || segments[0].filter) return 'the read is not a full read'
+/** Why a read goes page after page although `parallel` > 1; undefined when it may partition. */
+export function sequentialReason(segments: ReadSegment[]): string | undefined {
+  // a first delta run reads the rows without a watermark value first, then the others
+  if (segments.length !== 1) return `it reads ${segments.length} segments one after the other`
   return undefined
 }
 
 export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<DataRecord[]> {
   const { segment, top, name } = read
-  /** Requests of the run at once: `parallel`, fewer where the round trip is short against the page (see `depth`). */
-  let atOnce = read.parallel
-  const slots = new RequestSlots(() => atOnce)
+  // requests of the run at once: from a quarter of `parallel` up, back down when answers slow (governor.ts)
+  const concurrency = new Concurrency(read.parallel, ({ from, to, fromMs, toMs }) =>
+    LOG.info(`pipeline '${name}': parallel reduced from ${from} to ${to} for the rest of the run: the source answered slower with more requests at once (median page ${Math.round(fromMs)} ms at ${from}, ${Math.round(toMs)} ms at ${to})`))
+  // the boundary samples (one row each) go out at once, whatever level the pages start at
+  let sampling = false
+  const slots = new RequestSlots(() => (sampling ? read.parallel : concurrency.level))
   let stopped = false
-  const send = (request: PageRequest) => withRetry(() => {
+  const send = (request: PageRequest, timed = request.top === top) => withRetry(() => {
     if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
-    return slots.run(() => processSlots.run(() => read.fetchPage(request)))
+    return slots.run(() => processSlots.run(async () => {
+      const level = concurrency.level
+      const sent = performance.now()
+      const page = await read.fetchPage(request)
+      // pages only: a boundary sample (one row) or the first request (a cold start) is no page time
+      if (timed) concurrency.observe(level, performance.now() - sent)
+      return page
+    }))
   }, read.retry, (error, attempt, delay) => {
     // the provider asked to slow down: every range of the run waits, not only this one
     if (statusOf(error) === 429 || retryAfterOf(error) !== undefined) slots.backOff(delay)
@@ -70,41 +83,47 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   })
 
   const sent = performance.now()
-  const first = await send({ filter: segment.filter, order: segment.order, top, count: true })
-  const firstMs = performance.now() - sent
+  const first = await send({ filter: segment.filter, order: segment.order, top, count: true }, false)
   pageRead(first, sent)
   const count = first.count
   const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
   if (ranges < 2 || !first.records.length) {
     if (count === undefined) LOG.info(`pipeline '${name}': the source reports no count; the full read goes page after page`)
-    yield* segmentPages(segment, top, send, read.progress, withCount(first, read.progress))
+    yield* segmentPages(segment, top, request => send(request), read.progress, withCount(first, read.progress))
     return
   }
   if (read.progress) countSegment(read.progress, count)
-  const [key] = segment.order
+  const { order } = segment
   const last = first.records[first.records.length - 1]
-  // boundaries: the key at each position, one row per request
-  const sample = (skip: number) => send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })
-  const [alone, ...others] = boundaryPositions(count!, ranges, top)
-  // the first sample alone, before anything is written: its time is the round trip, undisturbed
-  // by other requests or a synchronous write (see `depth`)
-  const start = performance.now()
-  const firstSample = await sample(alone)
-  const roundTrip = performance.now() - start
-  atOnce = depth(roundTrip, firstMs, read.parallel)
-  // the other samples go out before the first page is handed on: written while they travel
-  const samples = Promise.all(others.map(sample))
+  // boundaries: the key at each position, one row per request, sent before the first page is
+  // handed on (written while they travel)
+  sampling = true
+  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(skip => send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })))
   samples.catch(() => undefined) // surfaced below
-  yield first.records
-  const boundaries = distinct([firstSample, ...await samples].map(page => page.records[0]?.[key]))
-  LOG.info(`pipeline '${name}': full read of ${count} rows in ${boundaries.length + 1} key ranges, ${atOnce} at once (round trip ≈ ${Math.round(roundTrip)} ms, first page ${Math.round(firstMs)} ms)`)
-  currentRun()?.event('partitions', { phase: 'source', rows: count, message: `full read in ${boundaries.length + 1} key ranges, ${atOnce} at once`, details: { ranges: boundaries.length + 1, atOnce, roundTripMs: Math.round(roundTrip) } })
-  const rest = after(segment.order, last)
-  const parts = rangesOf(key, boundaries).map(range => segmentPages({ order: segment.order, filter: and(segment.filter, rest, range) }, top, send))
+  const ledger = new RangeLedger()
+  yield tagBatch(first.records, ledger, 0)
+  ledger.end(0)
+  let sampled: PageResult[]
   try {
-    yield* merged(parts, () => atOnce)
+    sampled = await samples
+  } finally {
+    sampling = false
+  }
+  const boundaries = distinct(order, sampled.map(page => page.records[0]))
+  LOG.info(`pipeline '${name}': read of ${count} rows in ${boundaries.length + 1} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once (from ${concurrency.level})`)
+  currentRun()?.event('partitions', { phase: 'source', rows: count, message: `read in ${boundaries.length + 1} ranges, up to ${read.parallel} requests at once`, details: { ranges: boundaries.length + 1, parallel: read.parallel, startLevel: concurrency.level } })
+  const rest = after(order, last)
+  const parts = rangesOf(order, boundaries).map(range => segmentPages({ order, filter: and(segment.filter, rest, range) }, top, request => send(request)))
+  try {
+    // range 0 is the first page (handed on above); the key ranges are 1…: a delta's watermark
+    // moves only as far as the ranges below it are complete (ranges.ts)
+    for await (const { index, value, last: ended } of merged(parts, () => concurrency.level)) {
+      if (value) yield tagBatch(value, ledger, index + 1)
+      if (ended) ledger.end(index + 1)
+    }
   } finally {
     stopped = true
+    if (LOG._debug) LOG.debug(`pipeline '${name}': partitioned read ended at ${concurrency.level} requests at once (at most ${slots.peak} in flight)`)
   }
 }
 
@@ -118,54 +137,47 @@ export function boundaryPositions(count: number, ranges: number, top: number): n
   return [...positions].filter(position => position < count)
 }
 
-/**
- * How many requests keep the provider busy (Little's law): a one-row request's time is (almost)
- * the round trip, a page takes that plus the provider's time to produce and send it, so
- * (round trip + page) / page requests fill the pipe. With the round trip short against a page
- * (loopback, a provider next door) more requests at once would only compete for the provider's
- * and the consumer's CPU: two at most, one being served while the other's answer is processed;
- * with a long one, as many as fit into a round trip, at most `parallel`.
- */
-export function depth(roundTripMs: number, pageMs: number, parallel: number): number {
-  const serve = Math.max(1, pageMs - roundTripMs)
-  return Math.min(parallel, Math.max(1, Math.ceil((roundTripMs + serve) / serve - 0.05)))
-}
-
 /** A first page whose count is already in the progress (partitioned or not, counted once). */
 function withCount(first: PageResult, progress: ReadProgress | undefined): PageResult {
   if (progress) countSegment(progress, first.count)
   return first
 }
 
-function distinct(values: unknown[]): unknown[] {
+/** The sampled boundaries' order columns, each once; rows lacking one (null) bound no range. */
+function distinct(order: string[], rows: Array<DataRecord | undefined>): DataRecord[] {
   const seen = new Set<string>()
-  return values.filter(value => {
-    if (value === undefined || value === null) return false
-    const text = JSON.stringify(value)
-    if (seen.has(text)) return false
+  const out: DataRecord[] = []
+  for (const row of rows) {
+    if (!row || order.some(column => row[column] === null || row[column] === undefined)) continue
+    const bound = Object.fromEntries(order.map(column => [column, row[column]]))
+    const text = JSON.stringify(bound)
+    if (seen.has(text)) continue
     seen.add(text)
-    return true
-  })
+    out.push(bound)
+  }
+  return out
 }
 
 /**
- * The filters of the ranges: range k holds the keys at or above boundary k and below every later
+ * The filters of the ranges in the read's order (one key, composite keys, or a delta's watermark
+ * columns then keys): range k holds the rows at or after boundary k and before every later
  * boundary. Disjoint and complete even if the sampled boundaries came back out of order.
  */
-export function rangesOf(key: string, boundaries: unknown[]): Array<Predicate | undefined> {
+export function rangesOf(order: string[], boundaries: DataRecord[]): Array<Predicate | undefined> {
   return Array.from({ length: boundaries.length + 1 }, (_, k) => and(
-    k > 0 ? { field: key, op: 'ge', value: boundaries[k - 1] } : undefined,
-    ...boundaries.slice(k).map(value => ({ field: key, op: 'lt' as const, value })),
+    k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
+    ...boundaries.slice(k).map(bound => before(order, bound)),
   ))
 }
 
 /**
- * The items of several async iterables as they arrive. At most `limit()` of them have a request
+ * The items of several async iterables as they arrive, each with the index of its source; an
+ * item with `last` (and no value) once a source ended. At most `limit()` of them have a request
  * (their next page) under way or waiting to be taken, the others queue in turn, so memory holds
  * at most that many pages besides the one being written. The first failure ends the whole; the
  * others are closed once their request settles.
  */
-export async function* merged<T>(sources: Array<AsyncIterable<T>>, limit: () => number = () => sources.length): AsyncGenerator<T> {
+export async function* merged<T>(sources: Array<AsyncIterable<T>>, limit: () => number = () => sources.length): AsyncGenerator<{ index: number; value?: T; last?: true }> {
   const iterators = sources.map(source => source[Symbol.asyncIterator]())
   const pending = new Map<number, Promise<{ index: number; result: IteratorResult<T> }>>()
   const waiting = iterators.map((_, index) => index) // ranges whose next page nobody asked for yet
@@ -184,7 +196,7 @@ export async function* merged<T>(sources: Array<AsyncIterable<T>>, limit: () => 
       pending.delete(index)
       if (!result.done) waiting.push(index)
       pull() // the next page goes out before this one is written
-      if (!result.done) yield result.value
+      yield result.done ? { index, last: true } : { index, value: result.value }
     }
   } finally {
     for (const [index, next] of pending) void next.then(() => iterators[index].return?.(), () => undefined).catch(() => undefined)

@@ -9,6 +9,7 @@ import cds from '@sap/cds'
 import { chooseWritePath, type WritePath } from './write-path.js'
 import type { SqlService } from './prepared-writer.js'
 import { RefreshSnapshot, type RefreshCounts } from './refresh-counts.js'
+import { WrittenKeys } from './written-keys.js'
 import { LOGGER } from '../../constants.js'
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
 import { previewPage } from '../preview.js'
@@ -27,8 +28,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   protected db?: QueryRunner
   protected entity?: CsnEntity
   protected keys: string[] = []
-  /** A full run's refill of the target it truncated: the run, and the highest key written since. */
-  private refill?: { runId: string; highest?: unknown[] }
+  /** A full run's refill of the target it truncated: the run, and the keys written since. */
+  private refill?: { runId: string; written: WrittenKeys }
   /** A full run's copy of the rows before its truncate, and the columns it wrote: its honest counts (refresh-counts.ts). */
   private snapshot?: { runId: string; rows: RefreshSnapshot; written: Set<string> }
   private keyKinds?: Array<'number' | 'string' | undefined>
@@ -147,7 +148,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
       if (rows) this.snapshot = { runId: context.runId, rows, written: new Set() }
     }
     const deleted = await this.deleteWhere(ownedRows(this.pipeline))
-    this.refill = { runId: context.runId }
+    this.refill = { runId: context.runId, written: new WrittenKeys(compareKeys) }
     return deleted
   }
 
@@ -216,9 +217,9 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   }
 
   /**
-   * True when none of the batch's keys can exist yet: the run truncated the target and every
-   * key is above the highest key it has written since (ordered keyset reads deliver exactly
-   * that). Such a batch is a plain INSERT with no count of existing keys; anything else (keys
+   * True when none of the batch's keys can exist yet: the run truncated the target and the
+   * batch's keys lie outside every key interval it has written since (ordered keyset reads, one
+   * or several ranges at once, deliver exactly that; written-keys.ts). Such a batch is a plain INSERT with no count of existing keys; anything else (keys
    * out of order, a second write of a key, key types whose equality the database might judge
    * differently from JavaScript) takes the counted UPSERT.
    */
@@ -236,9 +237,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
       if (!low || compareKeys(key, low) < 0) low = key
       if (!high || compareKeys(key, high) > 0) high = key
     }
-    const fresh = !refill.highest || compareKeys(low!, refill.highest) > 0
-    if (!refill.highest || compareKeys(high!, refill.highest) > 0) refill.highest = high
-    return fresh
+    return refill.written.add(low!, high!)
   }
 
   /**

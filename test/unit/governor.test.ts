@@ -1,0 +1,72 @@
+/**
+ * How many page requests a partitioned read keeps in flight (lib/adapters/source/governor.ts):
+ * from a quarter of `parallel` up while page times stay flat, back down for the rest of the run
+ * once they grow with the level (a saturated provider), saying from where to where and why.
+ */
+import { Concurrency, type LevelChange } from '../../lib/adapters/source/governor'
+
+/** Feeds `concurrency` page times from `pageMs(level)` until `count` pages were observed. */
+function feed(concurrency: Concurrency, count: number, pageMs: (level: number) => number): number[] {
+  const levels: number[] = []
+  for (let i = 0; i < count; i++) {
+    levels.push(concurrency.level)
+    concurrency.observe(concurrency.level, pageMs(concurrency.level))
+  }
+  return levels
+}
+
+describe('Concurrency', () => {
+  test('starts at a quarter of parallel and doubles up to it while pages take as long as before (a provider far away)', () => {
+    const concurrency = new Concurrency(8)
+    const levels = feed(concurrency, 40, () => 60)
+    expect(levels[0]).toBe(2)
+    expect([...new Set(levels)]).toEqual([2, 4, 8])
+    expect(concurrency.level).toBe(8)
+    expect(concurrency.reduced).toBe(false)
+    expect(new Concurrency(6).level).toBe(2)
+    expect(new Concurrency(1).level).toBe(1)
+  })
+
+  test('a provider that serves one request at a time (page time grows with the level): back to the lower level for the rest of the run, said once', () => {
+    const changes: LevelChange[] = []
+    const concurrency = new Concurrency(8, change => changes.push(change))
+    const levels = feed(concurrency, 60, level => 20 * level) // loopback: every extra request only queues
+    expect(changes).toEqual([{ from: 4, to: 2, fromMs: 80, toMs: 40 }])
+    expect(concurrency.level).toBe(2)
+    expect(concurrency.reduced).toBe(true)
+    expect(levels.slice(-20).every(level => level === 2)).toBe(true) // never climbs again
+  })
+
+  test('a provider far away that saturates at 4 (50 ms + 20 ms per request queued): stays at 4 of 16', () => {
+    const changes: LevelChange[] = []
+    const concurrency = new Concurrency(16, change => changes.push(change))
+    feed(concurrency, 80, level => 50 + 20 * Math.max(0, level - 4))
+    expect(changes.map(({ from, to }) => [from, to])).toEqual([[8, 4]])
+    expect(concurrency.level).toBe(4)
+  })
+
+  test('up to 1.5 × the time at half the level is still worth it; beyond it is not', () => {
+    const ok = new Concurrency(4)
+    feed(ok, 30, level => (level === 1 ? 100 : level === 2 ? 150 : 225))
+    expect([ok.level, ok.reduced]).toEqual([4, false])
+    const not = new Concurrency(4)
+    feed(not, 30, level => (level === 1 ? 100 : 151))
+    expect([not.level, not.reduced]).toEqual([1, true])
+  })
+
+  test('slower answers later in the run (the provider got busy): reduced from the level reached', () => {
+    const changes: LevelChange[] = []
+    const concurrency = new Concurrency(8, change => changes.push(change))
+    feed(concurrency, 30, () => 60)
+    expect(concurrency.level).toBe(8)
+    feed(concurrency, 16, () => 200)
+    expect(changes[0]).toMatchObject({ from: 8, to: 4, toMs: 60 })
+    expect(concurrency.level).toBeLessThan(8)
+  })
+
+  test('pages sent at another level than the current one are not counted for it', () => {
+    const concurrency = new Concurrency(8)
+    for (let i = 0; i < 10; i++) concurrency.observe(1, 10)
+    expect(concurrency.level).toBe(2)
+  })
+})
