@@ -12,8 +12,8 @@
  *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, each
  *              emitting its own message; orders round-robin over the seeded ones). Latency of a change:
  *              from the driver's answer (the change committed) until the consumer's replica holds that
- *              change or a later one (the consumer polls its replica every 20 ms for the orders it waits
- *              for over a database connection of its own, so figures carry up to ~20 ms of polling);
+ *              change or a later one (a poller process of its own reads the replica every 20 ms for the orders
+ *              it waits for, so figures carry up to ~20 ms of polling and the consumer's CPU is its own);
  *              p50/p95 over all changes. Provider
  *              requests per change: the provider's requests other than the driver's, over the changes.
  *   drop       as `rate`, at BENCH_EVENTS_DROP_RATE, the provider dropping every 20th message (5%):
@@ -25,7 +25,13 @@
  * BENCH_EVENTS_DROP_RATE=100 (0: skip the drop phase), BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL), BENCH_EVENTS_PG_ONE=0 (skip its one-instance phase),
  * BENCH_EVENTS_WINDOW (the consumer's events.window, default the plugin's), BENCH_VERBOSE=1,
  * BENCH_EVENTS_QUEUE_CHUNK=500 (the provider's cds.requires.queue.chunkSize; CAP's default is 10),
- * BENCH_EVENTS_CONSUMER_QUEUED=0 (the consumers' messaging with `outboxed: false`: messages handled as received),
+ * BENCH_EVENTS_CONSUMER_QUEUED=1 (the consumers' messaging queued, CAP's default for redis-messaging; without it
+ * `outboxed: false`, as the README recommends: messages handled as received),
+ * BENCH_EVENTS_SOURCE=emit|direct (who publishes: the provider's `@federation.emit` through CAP's outbox, or the
+ * provider by hand after its commit without an outbox, as S/4HANA publishes: the consumer's path alone),
+ * BENCH_EVENTS_PROVIDER_SYNC=NORMAL (the provider's SQLite `synchronous`; FULL: an fsync per commit),
+ * BENCH_EVENTS_REPEAT=1 (runs per phase; the table shows the median p50/p95 of the runs),
+ * BENCH_EVENTS_PROFILE=<dir> (V8 CPU profiles of the provider and the consumers),
  * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
  * Output: a table, and bench/results/latest.json (key `events`).
  */
@@ -36,7 +42,7 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createPgDatabase, deployApp, dropPgDatabase, postgresConfig, startChild } from './helpers.mjs'
+import { createPgDatabase, deployApp, dropPgDatabase, postgresConfig, processCpuMs, startChild } from './helpers.mjs'
 
 const SELF = fileURLToPath(import.meta.url)
 const HERE = path.dirname(SELF)
@@ -56,34 +62,43 @@ const ROWS = Number(env('BENCH_EVENTS_ROWS', 20_000))
 const DROP_RATE = Number(env('BENCH_EVENTS_DROP_RATE', 100))
 const PG_RATE = Number(env('BENCH_EVENTS_PG_RATE', 100))
 const WINDOW = process.env.BENCH_EVENTS_WINDOW
-/** Whether the consumers' messaging service is queued as CAP's default makes redis-messaging (`outboxed: true`: every received message is first written to CAP's queue table, a connection each). */
-const CONSUMER_QUEUED = env('BENCH_EVENTS_CONSUMER_QUEUED', '1') !== '0'
+/** Whether the consumers' messaging service is queued as CAP's default makes redis-messaging (`outboxed: true`: every received message is first written to CAP's queue table, a connection and a commit each); by default `outboxed: false`, as the README recommends. */
+const CONSUMER_QUEUED = env('BENCH_EVENTS_CONSUMER_QUEUED', '0') === '1'
 /** CAP's `cds.requires.queue.chunkSize` on the provider: messages its outbox sends per round (CAP's default 10 caps a provider at a few hundred messages per second). */
 const QUEUE_CHUNK = Number(env('BENCH_EVENTS_QUEUE_CHUNK', 500))
+/** A folder for V8 CPU profiles (`--cpu-prof`) of the provider and the consumers, to see where the time goes. */
+const PROFILE = process.env.BENCH_EVENTS_PROFILE ? path.resolve(process.env.BENCH_EVENTS_PROFILE) : undefined
+const profileArgs = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : []
+/** The provider's SQLite `synchronous` (NORMAL: no fsync per commit; FULL: SQLite's default, the provider's disk then limits it). */
+const PROVIDER_SYNC = env('BENCH_EVENTS_PROVIDER_SYNC', 'NORMAL')
+/** Who publishes the changes: `emit` (the provider's `@federation.emit` through CAP's outbox) or `direct` (the provider publishes after its commit, without an outbox, as S/4HANA does: the consumer's path alone). */
+const SOURCE = env('BENCH_EVENTS_SOURCE', 'emit')
+const REPEAT = Math.max(1, Number(env('BENCH_EVENTS_REPEAT', 1)))
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
 const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
 
 if (process.argv[2] === '--worker') await worker()
+else if (process.argv[2] === '--poller') await poller()
 else await main()
 
 // ---------------------------------------------------------------------------------------------
 // orchestrator
 
 async function main() {
-  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging`)
+  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
   const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
   try {
     for (const rate of RATES) {
-      const phase = await measure({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
+      const phase = await repeated({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
       result.rates.push(phase)
     }
-    if (DROP_RATE) result.drop = await measure({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
+    if (DROP_RATE) result.drop = await repeated({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
     if (env('BENCH_EVENTS_PG', '1') !== '0') {
       result.postgres = {
-        one: env('BENCH_EVENTS_PG_ONE', '1') === '0' ? undefined : await measure({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
-        three: await measure({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }),
+        one: env('BENCH_EVENTS_PG_ONE', '1') === '0' ? undefined : await repeated({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
+        three: await repeated({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }),
       }
     }
   } finally {
@@ -102,6 +117,7 @@ function report(result) {
     const target = r.rate >= 1000 ? 2000 : r.rate >= 100 ? 1000 : undefined
     const requestsTarget = r.rate >= 1000 ? ` ${check(r.requestsPerChange <= 0.05)} (≤ 0.05)` : ''
     console.log(`  ${String(r.rate).padStart(5)}/s (achieved ${r.achievedRate}/s): p50 ${r.p50} ms, p95 ${r.p95} ms${target ? ` ${check(r.p95 !== null && r.p95 <= target)} (p95 ≤ ${target})` : ''}; ${r.requestsPerChange} provider requests per change${requestsTarget}; ${r.lost} lost`)
+    console.log(`         change → received p50/p95 ${r.receivedP50}/${r.receivedP95} ms, → applied ${r.appliedP50}/${r.appliedP95} ms; CPU per change provider ${r.providerCpuPerChange} ms, consumer ${r.consumerCpuPerChange} ms`)
   }
   if (result.drop) {
     const d = result.drop
@@ -113,36 +129,59 @@ function report(result) {
   }
 }
 
+/** A phase REPEAT times: the run with the median p95, its p50/p95 replaced by the medians over the runs (each run's under `runs`). */
+async function repeated(options) {
+  if (REPEAT === 1) return measure(options)
+  const runs = []
+  for (let i = 0; i < REPEAT; i++) runs.push(await measure(options))
+  const median = key => quantile(runs.map(r => r[key]).filter(Number.isFinite), 0.5)
+  const byP95 = [...runs].sort((a, b) => a.p95 - b.p95)
+  return { ...byP95[Math.floor((runs.length - 1) / 2)], p50: median('p50'), p95: median('p95'), lost: Math.max(...runs.map(r => r.lost)), runs: runs.map(({ p50, p95, lost, achievedRate }) => ({ p50, p95, lost, achievedRate })) }
+}
+
 /** One phase: fresh provider and consumers, the full copy, then `rate` changes per second for SECONDS. */
 async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   console.log(`${label} …`)
   const prefix = `bench-events-${process.pid}-${Math.random().toString(36).slice(2, 8)}/`
   const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
+  // no log line per message or request: at a thousand per second the logging would be measured
+  const log = { levels: { 'redis-messaging': 'warn', messaging: 'warn', odata: 'warn', remote: 'warn' } }
   const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
   await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
-  const provider = await startChild([createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
+  const provider = await startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
     cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), CDS_CONFIG: JSON.stringify({ requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK } } }) },
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK } } }) },
     ready: /server listening on \{ url: '([^']+)'/,
     name: 'emit-provider',
   })
   const consumerDb = await consumerDatabase(tmp, db)
   const workers = []
+  let watcher
   try {
     await post(provider.url, '/odata/v4/provider/seed', { count: ROWS })
-    const config = { requires: { db: consumerDb.config, messaging: CONSUMER_QUEUED ? messaging : { ...messaging, outboxed: false }, ProviderService: { credentials: { url: `${provider.url}/odata/v4/provider` } } }, ...(db === 'postgres' ? { sql: { dialect: 'postgres' } } : {}) }
+    const config = { log, requires: { db: consumerDb.config, messaging: CONSUMER_QUEUED ? messaging : { ...messaging, outboxed: false }, ProviderService: { credentials: { url: `${provider.url}/odata/v4/provider` } } }, ...(db === 'postgres' ? { sql: { dialect: 'postgres' } } : {}) }
     for (let i = 0; i < instances; i++) workers.push(await startWorker({ config, fullCopy: i === 0, expected: ROWS }))
     await post(provider.url, '/control/reset', {})
 
-    const { changes, achievedRate, failedChanges } = await drive(provider.url, rate, workers)
-    const settled = await settle(workers, changes, dropEvery ? 5_000 : 30_000)
+    watcher = await startPoller(consumerDb.config)
+    const cpu = () => [processCpuMs(provider.child.pid), workers.reduce((sum, w) => sum + (processCpuMs(w.pid) ?? 0), 0)]
+    const [providerCpu, consumerCpu] = cpu()
+    const { changes, achievedRate, failedChanges } = await drive(provider.url, rate, watcher, provider)
+    const settled = await settle(watcher, workers[0], changes, dropEvery ? 5_000 : 30_000)
+    const [providerCpuAfter, consumerCpuAfter] = cpu()
+    const lags = await workers[0].ask({ type: 'lags' })
     const stats = await (await fetch(`${provider.url}/control/stats`)).json()
     const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
     const phase = {
-      rate, achievedRate, changes: changes.length, failedChanges, instances, db,
+      rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE,
       p50: round(quantile(latencies, 0.5)), p95: round(quantile(latencies, 0.95)), max: round(Math.max(...latencies)),
       requestsPerChange: round(stats.requests / changes.length, 4), providerRequests: stats.requests,
       emitted: stats.emitted, dropped: stats.dropped, lost: settled.missing,
+      // CPU time per change (ms; consumers summed): what a change costs each side, whatever else runs on the machine
+      // where the lag goes (first instance): change → message received (the provider's outbox and Redis), and change → key applied (the plugin's own statistics)
+      receivedP50: lags.received.p50, receivedP95: lags.received.p95, appliedP50: lags.applied?.p50 ?? null, appliedP95: lags.applied?.p95 ?? null,
+      providerCpuPerChange: round((providerCpuAfter - providerCpu) / changes.length, 3),
+      consumerCpuPerChange: round((consumerCpuAfter - consumerCpu) / changes.length, 3),
     }
     if (dropEvery) {
       phase.missingBeforeDelta = settled.missing
@@ -153,6 +192,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     console.log(`  ${JSON.stringify(phase)}`)
     return phase
   } finally {
+    await watcher?.stop()
     for (const w of workers) await w.stop()
     await provider.stop()
     await consumerDb.drop()
@@ -181,7 +221,7 @@ async function post(base, url, data) {
  * over), without waiting for the previous tick (at most 8 in flight); every change remembered with
  * the time its request answered, and handed to the consumers' pollers.
  */
-async function drive(base, rate, workers) {
+async function drive(base, rate, watcher, provider) {
   const changes = []
   let seq = 1, next = 0, due = 0, inFlight = 0, last = Date.now(), failed = 0
   const started = Date.now()
@@ -197,17 +237,17 @@ async function drive(base, rate, workers) {
     const from = seq
     seq += n
     inFlight++
-    ticks.push(post(base, '/odata/v4/provider/touch', { IDs, from }).catch(error => {
+    ticks.push(post(base, SOURCE === 'direct' ? '/control/touch' : '/odata/v4/provider/touch', { IDs, from }).catch(error => {
       failed += IDs.length // not expected: the driver does not know whether they committed
-      if (failed === IDs.length) console.error(`  a change request failed: ${error.cause?.message ?? error.message}`)
+      if (failed === IDs.length) console.error(`  a change request failed: ${error.cause?.message ?? error.message}; the provider's last output:\n${provider?.log().slice(-3000)}`)
       throw Object.assign(error, { counted: true })
     }).then(() => {
       const committed = Date.now()
       last = committed
       const batch = IDs.map((ID, i) => ({ ID, seq: from + i, committed }))
       changes.push(...batch)
-      for (const w of workers) w.expect(batch)
-    }).finally(() => { inFlight-- }))
+      watcher.expect(batch)
+    }).finally(() => { inFlight-- }).catch(() => {})) // counted in `failed`; never an unhandled rejection before allSettled
   }
   await Promise.allSettled(ticks)
   const elapsed = (last - started) / 1000
@@ -216,20 +256,19 @@ async function drive(base, rate, workers) {
 }
 
 /** Waits until every change arrived (or nothing arrived for `idle` ms); the changes still missing. */
-async function settle(workers, changes, idle) {
+async function settle(watcher, consumer, changes, idle) {
   const deadline = Date.now() + 120_000
   const bySeq = new Map(changes.map(c => [c.seq, c]))
   let count = -1, since = Date.now()
   for (;;) {
-    // a change counts as arrived when the first instance's replica shows it (all instances share one database)
-    for (const w of workers) for (const [seq, at] of w.arrivals.splice(0)) { const c = bySeq.get(seq); if (c && (!c.arrived || at < c.arrived)) c.arrived = at }
+    for (const [seq, at] of watcher.arrivals.splice(0)) { const c = bySeq.get(seq); if (c && !c.arrived) c.arrived = at }
     const arrived = changes.filter(c => c.arrived).length
     if (arrived === changes.length) break
     if (arrived !== count) { count = arrived; since = Date.now() }
     if (Date.now() - since > idle || Date.now() > deadline) break
     await sleep(100)
   }
-  return { missing: (await missing(workers[0], changes)).length }
+  return { missing: (await missing(consumer, changes)).length }
 }
 
 /** Changes whose order's replica row holds neither them nor a later change. */
@@ -240,27 +279,24 @@ async function missing(worker, changes) {
   return [...last].filter(([ID, seq]) => (rows.get(ID) ?? 0) < seq)
 }
 
-/** A consumer instance in its own process; `arrivals`: [seq, time] of changes its replica showed. */
+/** A consumer instance in its own process. */
 function startWorker(options) {
   const child = fork(SELF, ['--worker'], {
     cwd: CONSUMER_DIR,
-    execArgv: ['--disable-warning=ExperimentalWarning'],
+    execArgv: ['--disable-warning=ExperimentalWarning', ...profileArgs],
     env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', CDS_CONFIG: JSON.stringify(options.config), BENCH_OPTIONS: JSON.stringify({ ...options, config: undefined }) },
     stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   })
   const exited = new Promise(resolve => child.on('exit', resolve))
-  const arrivals = []
   const answers = new Map()
   let asked = 0
   return new Promise((resolve, reject) => {
     child.on('message', message => {
-      if (message.type === 'arrived') arrivals.push(...message.arrivals)
       if (message.type === 'answer') { answers.get(message.id)?.(message.value); answers.delete(message.id) }
       if (message.type === 'failed') reject(new Error(`consumer: ${message.message}`))
       if (message.type !== 'ready') return
       resolve({
-        arrivals,
-        expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
+        pid: child.pid,
         ask: question => new Promise(answer => { const id = ++asked; answers.set(id, answer); child.send({ ...question, id }) }),
         stop: async () => { stopping = true; if (child.connected) child.send({ type: 'stop' }); await exited },
       })
@@ -302,18 +338,26 @@ async function worker() {
         await sleep(200)
       }
     }
-    const waiting = new Map() // ID → the change numbers expected for it
-    const read = replicaReader(cds.env.requires.db)
-    const poll = setInterval(() => { pollOnce(read, waiting).catch(error => console.error('poll failed', error)) }, POLL)
+    // change time (the message's `time` header) → receipt, per inbound message
+    const received = []
+    const messaging = await cds.connect.to('messaging')
+    const handle = messaging.handle
+    messaging.handle = function (msg) {
+      if (msg.inbound && msg.headers?.time) received.push(Date.now() - Date.parse(msg.headers.time))
+      return handle.call(this, msg)
+    }
     process.on('message', async message => {
-      if (message.type === 'expect') for (const [ID, seq] of message.batch) waiting.set(ID, [...(waiting.get(ID) ?? []), seq])
+      if (message.type === 'lags') {
+        received.sort((a, b) => a - b)
+        const at = q => received[Math.min(received.length - 1, Math.floor(q * received.length))] ?? null
+        process.send({ type: 'answer', id: message.id, value: { received: { p50: at(0.5), p95: at(0.95) }, applied: engine.eventReplication?.stats.percentiles(PIPELINE) } })
+      }
       if (message.type === 'rows') process.send({ type: 'answer', id: message.id, value: await cds.run(SELECT.from('emitconsumer.Orders').columns('ID', 'seq')) })
       if (message.type === 'delta') {
         const outcome = await (await engine.execute(PIPELINE, { mode: 'delta' })).done
         process.send({ type: 'answer', id: message.id, value: outcome.status })
       }
       if (message.type === 'stop') {
-        clearInterval(poll)
         await new Promise(resolve => server.close(resolve))
         process.exit(0)
       }
@@ -325,10 +369,37 @@ async function worker() {
   }
 }
 
-/**
- * Reads replica rows by ID over a connection of its own (not CAP's pool, which the consumer's work
- * needs: with SQLite it holds one connection).
- */
+// ---------------------------------------------------------------------------------------------
+// replica poller: its own process, so its reads (synchronous with SQLite) never take the consumer's time
+
+/** The poller of a phase; `arrivals`: [seq, time] of changes the replica showed. */
+function startPoller(db) {
+  const child = fork(SELF, ['--poller'], { cwd: CONSUMER_DIR, execArgv: ['--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_DB: JSON.stringify(db) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const exited = new Promise(resolve => child.on('exit', resolve))
+  const arrivals = []
+  child.on('message', message => { if (message.type === 'arrived') arrivals.push(...message.arrivals) })
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve({
+      arrivals,
+      expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
+      stop: async () => { if (child.connected) child.send({ type: 'stop' }); await exited },
+    }))
+    child.once('exit', code => reject(new Error(`the replica poller exited with ${code}`)))
+  })
+}
+
+async function poller() {
+  const waiting = new Map() // ID → the change numbers expected for it
+  const read = replicaReader(JSON.parse(process.env.BENCH_DB))
+  const poll = setInterval(() => { pollOnce(read, waiting).catch(error => console.error('poll failed', error)) }, POLL)
+  process.on('message', message => {
+    if (message.type === 'expect') for (const [ID, seq] of message.batch) { const list = waiting.get(ID); if (list) list.push(seq); else waiting.set(ID, [seq]) }
+    if (message.type === 'stop') { clearInterval(poll); process.exit(0) }
+  })
+  process.send({ type: 'ready' })
+}
+
+/** Reads replica rows by ID over a connection of its own (not CAP's pool, which the consumer's work needs). */
 function replicaReader(db) {
   const require = createRequire(path.join(CONSUMER_DIR, 'package.json'))
   if (db.kind === 'sqlite') {

@@ -25,10 +25,13 @@ export async function startChild(args, { cwd = ROOT, env = process.env, ready, n
   let log = ''
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${log}`)), 30_000)
+    let started = false
     const onData = chunk => {
-      if (log.length < 20_000) log += chunk.toString()
-      const match = ready.exec(log)
+      // the start-up output, then the newest 20,000 characters (for a report when the child fails)
+      log = started ? (log + chunk.toString()).slice(-20_000) : log.length < 20_000 ? log + chunk.toString() : log
+      const match = started ? null : ready.exec(log)
       if (match) {
+        started = true
         clearTimeout(timer)
         resolve(match[1].replace('localhost', '127.0.0.1'))
       }
@@ -38,7 +41,7 @@ export async function startChild(args, { cwd = ROOT, env = process.env, ready, n
     child.on('exit', code => { clearTimeout(timer); reject(new Error(`${name} exited with ${code}:\n${log}`)) })
   })
   const exited = new Promise(resolve => child.on('exit', resolve))
-  return { url, child, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
+  return { url, child, log: () => log, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
 }
 
 /**

@@ -39,6 +39,8 @@ export class EventBatcher {
   private timer?: NodeJS.Timeout
   private draining?: Promise<void>
   private again = false
+  /** When the first key arrived during the drain under way. */
+  private waitingSince = 0
   private stopped = false
   private failed = FAILED_FIRST
   private attempts = 0
@@ -49,6 +51,9 @@ export class EventBatcher {
   notify(delay = this.settings.window): void {
     if (this.stopped) return
     if (this.draining) {
+      // the window of these keys starts now, not when the drain ends: under a steady stream a
+      // micro-batch follows the previous one after max(window, drain), not window + drain
+      if (!this.again) this.waitingSince = Date.now()
       this.again = true
       return
     }
@@ -65,7 +70,7 @@ export class EventBatcher {
         this.draining = undefined
         if (this.again) {
           this.again = false
-          this.notify()
+          this.notify(Math.max(0, this.settings.window - (Date.now() - this.waitingSince)))
         }
       })
     }, delay)

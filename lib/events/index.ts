@@ -86,9 +86,10 @@ export class EventReplication {
     }
     this.stats.received(name, keys.length + unnamed, eventTime)
     await this.keys.put(name, keys, eventTime, inHandlerTransaction)
-    // the keys are visible to a drain once the handler's transaction has committed: a drain after
-    // the window, and another once CAP reports the commit (a slow commit never strands a key)
     batcher.notify()
+    if (!inHandlerTransaction) return // put() resolved after its own commit: the keys are visible
+    // written in the handler's transaction: visible to a drain once it has committed, so another
+    // drain once CAP reports the commit (a slow commit never strands a key)
     const context = cds.context as { on?(event: string, fn: () => void): void } | undefined
     if (typeof context?.on === 'function') context.on('succeeded', () => batcher.notify())
   }

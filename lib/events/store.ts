@@ -8,7 +8,7 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { TRACKER_NAMESPACE } from '../constants.js'
 import { connect, ql } from '../model/ql.js'
-import { chunk, keyPredicate } from '../federation/delegate/keys.js'
+import { chunk } from '../federation/delegate/keys.js'
 import type { EventAction } from './config.js'
 
 const LOG = cds.log('data-pipeline|events')
@@ -33,6 +33,11 @@ interface Waiting {
 const WRITE_ATTEMPTS = 6
 /** Pause before the second attempt (doubling: about 8 s over all attempts). */
 const WRITE_PAUSE = 250
+
+/** How long a write of waiting keys gathers messages (ms): at most this much added to a message's handling. */
+const GATHER = 10
+/** Rows per DELETE of applied keys (two parameters each: far below SQLite's and PostgreSQL's limits). */
+const REMOVE_CHUNK = 1000
 
 /** A pause that does not keep the process alive (shutdown never waits for a retry). */
 export const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
@@ -77,9 +82,13 @@ export class PendingKeys {
     return new Promise((resolve, reject) => slot.settled.push({ resolve, reject }))
   }
 
-  /** The next write of a pipeline, on the next turn of the event loop (messages arriving together join it). */
+  /**
+   * The next write of a pipeline, GATHER ms on: messages arriving meanwhile join it. One write per
+   * turn of the event loop was one commit per message at a steady stream (Redis hands messages over
+   * one by one), and a commit of a file SQLite blocks the process for its fsync.
+   */
   private schedule(pipeline: string): void {
-    const done = new Promise<void>(resolve => setImmediate(resolve))
+    const done = new Promise<void>(resolve => setTimeout(resolve, GATHER))
       .then(() => this.write(pipeline))
       .finally(() => {
         this.writing.delete(pipeline)
@@ -116,12 +125,20 @@ export class PendingKeys {
     return (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where({ pipeline }).orderBy('eventTime').limit(limit))) as PendingKey[]
   }
 
-  /** Removes the rows a batch applied, unless a newer message of the key replaced them meanwhile. */
+  /**
+   * Removes the rows a batch applied, unless a newer message of the key replaced them meanwhile.
+   * A version is written once, for one key: `version in (…)` names exactly the rows taken, and
+   * `recordKey in (…)` lets the database find them by its primary key (pipeline, recordKey) rather
+   * than testing every waiting row against a chain of pairs — a backlog made that quadratic.
+   */
   async remove(pipeline: string, rows: PendingKey[], tx?: { run(query: unknown): Promise<unknown> }): Promise<void> {
     const runner = tx ?? await connect('db')
-    for (const part of chunk(ordered(rows), 100)) {
-      const tuples = part.map(row => [row.recordKey, row.version])
-      await runner.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([{ ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { xpr: keyPredicate(['recordKey', 'version'], tuples) }] as never))
+    for (const part of chunk(ordered(rows), REMOVE_CHUNK)) {
+      await runner.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([
+        { ref: ['pipeline'] }, '=', { val: pipeline },
+        'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
+        'and', { ref: ['version'] }, 'in', { list: part.map(row => ({ val: row.version })) },
+      ] as never))
     }
   }
 }

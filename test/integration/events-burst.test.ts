@@ -1,8 +1,11 @@
 /**
  * Event-driven replication under a burst (issue 23): 500 changes as 500 messages on Redis reach
  * the replica in a few micro-batches, each reading its keys with one key-list request, and the
- * tracker keeps bounded aggregates (one PipelineEventStats row per pipeline and minute).
+ * tracker keeps bounded aggregates (one PipelineEventStats row per pipeline and minute). The waiting
+ * keys cost a few statements, not one per message or per hundred keys: the keys of messages arriving
+ * together are written together, and a micro-batch removes its keys with one DELETE.
  */
+import cds from '@sap/cds'
 import { useConsumer, ql } from '../helpers/consumer'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
@@ -24,6 +27,13 @@ test(`a burst of ${COUNT} changes: few provider requests, every row right, bound
   await ctx.run('ev-burst')
   await ctx.provider.control.touch({ from: 1, count: COUNT, title: 'burst' })
   const before = await ctx.requestCount()
+  // statements on the waiting keys during the burst
+  const statements = { UPSERT: 0, DELETE: 0 }
+  let counting = true
+  const db = await cds.connect.to('db')
+  db.before(['UPSERT', 'DELETE'], 'plugin.data_pipeline.PipelineEventKeys', (req: { event: string }) => {
+    if (counting) statements[req.event as keyof typeof statements]++
+  })
   const sent = Date.now()
   // a burst: all messages published at once
   await Promise.all(Array.from({ length: COUNT }, (_, i) => bus.emit('Burst.Changed', { ID: i + 1 }, { time: new Date().toISOString() })))
@@ -37,6 +47,14 @@ test(`a burst of ${COUNT} changes: few provider requests, every row right, bound
   // (CAP's remote service sends a long key list inside a $batch)
   expect(urls.map(url => decodeURIComponent(url).replace(/\(.*\)/, '(…)'))).toEqual(urls.map(() => expect.stringMatching(/\/Books\?.*\$filter=ID in \(…\)|\/\$batch$/)))
   console.log(`[events-burst] ${COUNT} messages (published in ${published} ms) → ${requests} provider requests; all in the replica ${elapsed} ms after the first was sent`)
+  await replication().idle('ev-burst')
+  counting = false
+  console.log(`[events-burst] waiting keys: ${statements.UPSERT} writes, ${statements.DELETE} removals`)
+  // one removal per micro-batch (each micro-batch reads its keys with at least one request), whatever its size
+  expect(statements.DELETE).toBeGreaterThanOrEqual(1)
+  expect(statements.DELETE).toBeLessThanOrEqual(requests)
+  // messages arriving together share a write
+  expect(statements.UPSERT).toBeLessThanOrEqual(COUNT / 10)
 
   await replication().idle('ev-burst')
   const stats = (await ql.SELECT.from('plugin.data_pipeline.PipelineEventStats').where({ pipeline: 'ev-burst' })) as Array<Record<string, number | string | null>>
