@@ -83,7 +83,7 @@ describe('configView() serves each overridable setting with its rule', () => {
       }
     }
     // mode, transaction, delta.mode, source.batchSize, retry.maxRetries/baseDelay/maxDelay, description
-    expect(checked.sort()).toEqual(['delta.mode', 'description', 'mode', 'retry.baseDelay', 'retry.maxDelay', 'retry.maxRetries', 'source.batchSize', 'transaction'])
+    expect(checked.sort()).toEqual(['delta.mode', 'description', 'mode', 'parallel', 'retry.baseDelay', 'retry.maxDelay', 'retry.maxRetries', 'source.batchSize', 'transaction'])
   })
 })
 
