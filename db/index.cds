@@ -81,6 +81,44 @@ entity PipelineRuns : cuid {
   /** Estimated end of the run. */
   eta           : Timestamp;
   rejects    : Composition of many PipelineRejects on rejects.run = $self;
+  /** Where a failed run failed (README "Run events"); null for runs that did not fail. */
+  failedAt   : RunPhase;
+  /** The run's event log (bounded; deleted with the run). */
+  events     : Composition of many PipelineRunEvents on events.run = $self;
+}
+
+/** The part of a run an event (or a failure) belongs to. */
+type RunPhase : String(10) enum { guard; source; mapping; target; }
+
+/**
+ * The structured event log of a run (README "Run events"): start, page reads, retries, write
+ * batches, sweep, drift, rejects, guard/lease, partitions, errors, end — at most
+ * `runEvents.max` per run, the rest rolled up into one `rollup` event. Counts, sizes and
+ * durations only: never URLs with parameters, credentials, SQL or record values.
+ */
+entity PipelineRunEvents {
+  key run        : Association to PipelineRuns;
+  /** Order within the run, from 1. */
+  key seq        : Integer;
+      time       : Timestamp;
+      /** start | page | retry | batch | sweep | drift | rejects | lease | partitions | error | rollup | end */
+      kind       : String(20);
+      phase      : RunPhase;
+      /** HTTP status of a page read or of the failure a retry follows. */
+      httpStatus : Integer;
+      /** Records read (page), written (batch) or counted (rollup). */
+      rows       : Integer64;
+      /** Bytes received (page reads where the transport tells; null otherwise). */
+      bytes      : Integer64;
+      durationMs : Integer64;
+      /** Retry: the attempt that follows; batch: its index. */
+      attempt    : Integer;
+      /** Retry: ms waited before it. */
+      waitMs     : Integer64;
+      /** Short text: error code and public message, a retry's reason, what was rolled up. */
+      message    : String(1000);
+      /** Further counts as JSON (batch statistics, the kinds of a roll-up). */
+      details    : String(2000);
 }
 
 /** Where a rejected record failed. */

@@ -4,6 +4,7 @@ export const SERVICE_NAME = 'data-pipeline' as const
 export const TRACKER_NAMESPACE = 'plugin.data_pipeline' as const
 export const PIPELINES_ENTITY = `${TRACKER_NAMESPACE}.Pipelines` as const
 export const RUNS_ENTITY = `${TRACKER_NAMESPACE}.PipelineRuns` as const
+export const RUN_EVENTS_ENTITY = `${TRACKER_NAMESPACE}.PipelineRunEvents` as const
 /** The database table name users see in "no such table" errors. */
 export const PIPELINES_TABLE = 'plugin_data_pipeline_Pipelines' as const
 

@@ -89,8 +89,16 @@ service DataPipelineManagementService {
     action replayRejects() returns RunResult;
   };
 
+  /** Runs; `PipelineRuns(<ID>)/events` is a run's event log, `failedAt` where a failed run failed. */
   @readonly
-  entity PipelineRuns as projection on tracker.PipelineRuns;
+  entity PipelineRuns as projection on tracker.PipelineRuns actions {
+    /** Starts the pipeline again with the failed run's mode (trigger `manual`); only for failed runs. */
+    action retry(async : Boolean) returns RunResult;
+  };
+
+  /** The event log of the runs (README "Run events"): `PipelineRuns(<ID>)/events`. */
+  @readonly
+  entity PipelineRunEvents as projection on tracker.PipelineRunEvents;
 
   /** Records set aside by `onError: 'skip'`: `$filter=pipeline_name eq 'x' and status eq 'open'`, or `PipelineRuns(<ID>)/rejects`. */
   @readonly

@@ -17,6 +17,7 @@ import { capabilities, inspectData } from '../lib/management/inspect.js'
 import { fieldPolicy } from '../lib/security/hidden.js'
 import { auditRejectRead, storedWithout } from '../lib/security/reject-records.js'
 import { replayRejects } from '../lib/engine/replay.js'
+import { failedRun } from '../lib/management/retry-run.js'
 import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
@@ -106,13 +107,13 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every tenant's
     ;(this as unknown as { on(event: string, entities: string[], handler: (req: OperationRequest & { info(message: string): void }, next: () => unknown) => unknown): void })
-      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRejects', 'PipelineEventStats'], (req, next) => {
+      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRunEvents', 'PipelineRejects', 'PipelineEventStats'], (req, next) => {
         if (!providerWithoutTenant()) return next()
         req.info(PROVIDER_HINT)
         return []
       })
     // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
-    ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns'], async () => {
+    ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns', 'PipelineRunEvents'], async () => {
       const tenant = contextTenant()
       if (tenant && tenancySettings().active) await (await this.engine()).registry.ensureTenant(tenant)
     })
@@ -136,6 +137,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (own && tenancySettings().active) tenant = own
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
+    // a failed run again: same pipeline and mode (lib/management/retry-run.ts)
+    srv.on('retry', 'PipelineRuns', req => this.runOperation(req, async (req, engine) => {
+      const { name, mode } = await failedRun(req.params[req.params.length - 1])
+      return this.startRun(req, engine, name, { mode, trigger: 'manual', async: optionalBoolean(req.data.async, 'async') })
+    }))
     unbound('tenantsOverview', async (_req, engine) => tenantsOverview(engine.registry))
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
     unbound('status', async (req, engine) => {

@@ -3,6 +3,7 @@
  * 408 and 429; a 429's `Retry-After` header is honoured.
  */
 import type { RetryConfig } from '../pipeline/types.js'
+import { currentRun, type RunPhase } from '../runs/index.js'
 
 /** The value at a property path of an unknown value (`at(e, 'reason', 'response', 'status')`). */
 function at(value: unknown, ...path: string[]): unknown {
@@ -46,6 +47,7 @@ export async function withRetry<T>(
   operation: (attempt: number) => Promise<T>,
   retry: Required<RetryConfig>,
   onRetry?: (error: unknown, attempt: number, delay: number) => void,
+  phase: RunPhase = 'source',
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -55,7 +57,18 @@ export async function withRetry<T>(
       const backoff = Math.min(retry.maxDelay, retry.baseDelay * 2 ** attempt)
       const delay = retryAfterOf(error) ?? Math.round(backoff / 2 + Math.random() * (backoff / 2))
       onRetry?.(error, attempt + 1, delay)
+      retried(error, attempt + 1, delay, phase)
       await new Promise(resolve => setTimeout(resolve, delay))
     }
   }
+}
+
+/** A retry as a run event: the status or error code as its reason, never the message (it may quote URLs or values). */
+function retried(error: unknown, attempt: number, waitMs: number, phase: RunPhase): void {
+  const run = currentRun()
+  if (!run) return
+  const httpStatus = statusOf(error)
+  const code = at(error, 'code')
+  const reason = httpStatus ? `HTTP ${httpStatus}` : typeof code === 'string' && /^[A-Z][A-Z_0-9]{1,39}$/.test(code) ? code : at(error, 'name') === 'TimeoutError' ? 'timeout' : 'request failed'
+  run.event('retry', { phase, httpStatus, attempt, waitMs, message: reason })
 }

@@ -19,6 +19,7 @@
  * breaking; `ignore` checks nothing. A removed key or watermark column fails the run under
  * `warn` too: nothing could be read without it.
  */
+import { currentRun } from '../runs/index.js'
 import cds from '@sap/cds'
 import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
@@ -237,6 +238,7 @@ let missingColumnLogged = false
 
 /** Writes the report to `PipelineRuns.drift` of the run (its own transaction). */
 async function recordDrift(runId: string, report: SchemaDriftReport): Promise<void> {
+  currentRun()?.event('drift', { phase: 'source', message: report.message, details: { policy: report.policy, breaking: report.breaking, changes: report.changes.length } })
   try {
     const db = await connect('db')
     await db.tx(tx => tx.run(ql.UPDATE.entity(RUNS_ENTITY).set({ drift: JSON.stringify(report) }).where({ ID: runId })))

@@ -7,10 +7,15 @@ import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { publicError, rememberCorrelation } from '../security/redact.js'
+import { rememberCorrelation } from '../security/redact.js'
+import { describeError, prefetch } from './run-support.js'
+
+export { describeError, prefetch }
 import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
+import { ProgressMeter } from './progress-meter.js'
+import { RunEventWriter, RunRecorder, runEventsSettings } from '../runs/index.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
@@ -25,7 +30,7 @@ import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
 import { sequentialNote, type BaseSourceAdapter } from '../adapters/source/base.js'
 import type { BaseTargetAdapter } from '../adapters/target/base.js'
 import type { FieldMapping } from '../adapters/mapping.js'
-import type { ReadProgress, TrackerState, WriteStatistics } from '../adapters/types.js'
+import type { TrackerState, WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -58,36 +63,6 @@ export const liveStatistics = new Map<string, WriteStatistics>()
 /** Progress of active runs in this process (README "Progress and freshness"), for the same views. */
 export const liveProgress = new Map<string, RunProgress>()
 
-/**
- * Progress of one run: records read so far, the total the source expects (its count of the run's
- * filter, summed over the read segments as they start; unknown when the source cannot count),
- * the rate since the run started and the time left at that rate.
- */
-export class ProgressMeter {
-  processed = 0
-  readonly read: ReadProgress = {}
-
-  constructor(private readonly since: () => number) {}
-
-  /** The progress columns, counting `pending` records of a batch not yet committed. */
-  snapshot(pending = 0, end?: 'completed' | 'failed'): RunProgress {
-    const now = Date.now()
-    const processed = this.processed + pending
-    const rowsPerSecond = round(processed * 1000 / Math.max(1, now - this.since()))
-    const expected = this.read.uncounted || this.read.expected === undefined ? null : this.read.expected
-    if (end === 'completed') return { processed, expected, percent: 100, rowsPerSecond, remainingMs: 0, eta: new Date(now).toISOString() }
-    const percent = expected === null ? null : expected === 0 ? 100 : Math.min(100, round(processed * 100 / expected))
-    if (end === 'failed') return { processed, expected, percent, rowsPerSecond, remainingMs: null, eta: null }
-    const left = expected === null ? null : Math.max(0, expected - processed)
-    const remainingMs = left === null || (left > 0 && rowsPerSecond <= 0) ? null : Math.round(left * 1000 / Math.max(rowsPerSecond, 0.01))
-    return { processed, expected, percent, rowsPerSecond, remainingMs, eta: remainingMs === null ? null : new Date(now + remainingMs).toISOString() }
-  }
-}
-
-function round(value: number): number {
-  return Math.round(value * 100) / 100
-}
-
 interface Checkpoint extends Watermark {
   runId: string
 }
@@ -104,6 +79,9 @@ export class PipelineRun {
   /** The first page of a delta run, requested while the guard was taken (read-ahead.ts). */
   private readAhead?: ReadAhead
   private readonly meter = new ProgressMeter(() => this.startTime.getTime())
+  /** The run's event log and where it failed (lib/runs), and what writes the log. */
+  private readonly recorder: RunRecorder
+  private readonly events: RunEventWriter
 
   constructor(
     private readonly prepared: PreparedPipeline,
@@ -111,6 +89,9 @@ export class PipelineRun {
     private readonly tracker: Tracker,
     private readonly dispatch: EventDispatcher,
   ) {
+    const settings = runEventsSettings()
+    this.recorder = new RunRecorder(settings.max)
+    this.events = new RunEventWriter(tracker, prepared.pipeline.name, this.runId, this.recorder, settings.flushInterval)
     // onError 'skip': failing records are set aside in PipelineRejects and counted as skipped
     if (prepared.pipeline.onError.mode === 'skip' || request.replay) {
       this.statistics.skipped = 0
@@ -130,11 +111,17 @@ export class PipelineRun {
   }
 
   /** Guard and history row; throws PIPELINE_RUNNING when another run holds the pipeline. */
-  async begin(): Promise<void> {
+  begin(): Promise<void> {
+    return this.recorder.within(() => this.guard())
+  }
+
+  private async guard(): Promise<void> {
     const { pipeline } = this.prepared
     const early = this.startReadAhead()
+    this.recorder.started(this.request, Boolean(early))
     if (early) await underway(early.sent) // on the wire before the guard's statements hold the event loop
     let acquired: Awaited<ReturnType<Tracker['acquire']>>
+    const guardStart = performance.now()
     try {
       acquired = await this.tracker.acquire(this.name, this.runId, pipeline.leaseDuration, {
         trigger: this.request.trigger, mode: this.request.mode === 'delta' ? 'delta' : 'full', startTime: this.startTime.toISOString(),
@@ -145,6 +132,7 @@ export class PipelineRun {
     }
     const { row, staleRun, startTime } = acquired
     if (startTime) this.startTime = new Date(startTime)
+    this.recorder.guardTaken(guardStart, staleRun, pipeline.leaseDuration)
     if (staleRun) LOG.warn(`pipeline '${this.name}': run ${staleRun} lost its holder (lease expired); closed it as failed and took over`)
     this.row = row
     if (early?.matches(this.trackerState(row))) this.readAhead = early
@@ -175,13 +163,20 @@ export class PipelineRun {
 
   private renewLease(): void {
     this.tracker.renew(this.name, this.runId, this.prepared.pipeline.leaseDuration).then(
-      held => { if (!held) this.leaseLost = true },
-      error => LOG.warn(`pipeline '${this.name}': lease renewal failed: ${(error as Error).message}`),
+      held => { if (!held && !this.leaseLost) this.recorder.event('lease', { phase: 'guard', message: 'lease lost: another holder took the pipeline over' }); if (!held) this.leaseLost = true },
+      error => {
+        this.recorder.event('lease', { phase: 'guard', message: 'lease renewal failed' })
+        LOG.warn(`pipeline '${this.name}': lease renewal failed: ${(error as Error).message}`)
+      },
     )
   }
 
   /** Executes the run after `begin()`; never throws: failures are recorded and reported. */
-  async execute(): Promise<RunOutcome> {
+  execute(): Promise<RunOutcome> {
+    return this.recorder.within(() => this.run())
+  }
+
+  private async run(): Promise<RunOutcome> {
     const { runId, name, request } = this
     liveStatistics.set(runId, this.statistics)
     warnMockedSource(this.prepared.pipeline)
@@ -190,6 +185,7 @@ export class PipelineRun {
       const endTime = new Date()
       const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, replay: request.replay, progress: this.meter.snapshot(0, 'completed') })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
+      await this.recordEnd('completed', endTime)
       const { created, updated, unchanged, deleted, skipped } = this.statistics
       LOG.info(`pipeline '${name}' ${request.mode} run completed: ${created} created, ${updated} updated, ${unchanged ?? 0} unchanged, ${deleted} deleted${skipped === undefined ? '' : `, ${skipped} skipped`}`)
       await this.done('completed', endTime)
@@ -200,8 +196,11 @@ export class PipelineRun {
       // the log keeps the whole message (credentials redacted), the stored error what users may see
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
       rememberCorrelation(error, failure.correlationId)
-      await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed')).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
-      await this.done('failed', new Date(), failure)
+      const failedAt = this.recorder.failed(error, failure)
+      await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed'), failedAt).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
+      const endTime = new Date()
+      await this.recordEnd('failed', endTime)
+      await this.done('failed', endTime, failure)
       throw error
     } finally {
       this.readAhead?.drop() // a run that failed before reading leaves no request behind
@@ -211,10 +210,17 @@ export class PipelineRun {
     }
   }
 
+  /** The run's last events, stored in one statement (a failure to store them never fails the run). */
+  private async recordEnd(status: 'completed' | 'failed', endTime: Date): Promise<void> {
+    this.recorder.ended(status, endTime.getTime() - this.startTime.getTime(), this.meter.processed, outcomeStatistics(this.statistics))
+    await this.events.flush()
+  }
+
   private async done(status: 'completed' | 'failed', endTime: Date, error?: { message: string }): Promise<void> {
     const data = {
       runId: this.runId, status, mode: this.request.mode, trigger: this.request.trigger,
       startTime: this.startTime.toISOString(), endTime: endTime.toISOString(), statistics: outcomeStatistics(this.statistics), error,
+      events: [...(this.recorder.log?.list() ?? [])],
     }
     // a failing DONE handler must not turn a completed run into a failed one
     await this.dispatch(EVENTS.DONE, this.name, data).catch(e => LOG.error(`pipeline '${this.name}': a ${EVENTS.DONE} handler failed: ${(e as Error).message}`))
@@ -229,16 +235,18 @@ export class PipelineRun {
     trackerState.progress = this.meter.read // the source adds its counts there (README "Progress and freshness")
     // a read under way since before the guard: the provider may have answered from that moment on
     const readStart = early?.startedAt ?? this.startTime
+    this.recorder.enter('source')
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
     if (request.mode === 'full' && pipeline.parallel > 1 && !source.readsPartitioned) sequentialNote(pipeline, `${source.constructor.name} reads a full copy page after page`)
     const read = request.replay ? { sourceStream: openRejects(this.name, runId, pipeline.batchSize) }
-      : await this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: early?.stream() })
-    const stream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
-    if (!stream || typeof (stream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
+      : await this.recorder.during('source', () => this.dispatch(EVENTS.READ, this.name, { runId, config: serializable(pipeline.config), source, target, tracker: trackerState, sourceStream: early?.stream() }))
+    const readStream = read.sourceStream as AsyncIterable<DataRecord[]> | undefined
+    if (!readStream || typeof (readStream as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
       throw new PipelineError('SOURCE_FAILED', `${EVENTS.READ} produced no sourceStream (an async iterable of record batches)`)
+    const stream = this.recorder.claimStream(readStream, request.replay ? 'mapping' : 'source')
     // schema drift (README "Schema drift"): checked before anything is written; a replay of
     // set-aside records reads no source, so it has no drift (flowMetadata keeps the latest real one)
-    const records = request.replay ? stream : await checkSchemaDrift(this.prepared, runId, stream)
+    const records = request.replay ? stream : await this.recorder.during('source', () => checkSchemaDrift(this.prepared, runId, stream))
 
     const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, readStart, request.mode)
     // full and partial refreshes are atomic unless the config explicitly trades that for
@@ -249,8 +257,8 @@ export class PipelineRun {
     const softDeletes = SoftDeletes.of(this.prepared)
 
     const body = async () => {
-      if (request.mode === 'full') this.statistics.deleted += await target.truncate(context)
-      if (request.mode === 'partial-refresh') this.statistics.deleted += await target.deleteSlice(trackerState.slice!, context)
+      if (request.mode === 'full') this.statistics.deleted += await this.recorder.during('target', () => target.truncate(context))
+      if (request.mode === 'partial-refresh') this.statistics.deleted += await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
       let batchIndex = 0
       for await (const batch of prefetch(records)) {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
@@ -270,16 +278,16 @@ export class PipelineRun {
         const writeBatchOf = async (tx?: QueryRunner): Promise<WriteStatistics> => {
           const totals = { ...this.statistics }
           // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
-          if (this.rejects) addStatistics(totals, await this.rejects.processBatch(batch, index, request.mode, tx))
-          const mapped = this.rejects ? {} : await this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] })
+          if (this.rejects) addStatistics(totals, await this.recorder.during('target', () => this.rejects!.processBatch(batch, index, request.mode, tx)))
+          const mapped = this.rejects ? {} : await this.recorder.during('mapping', () => this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] }))
           const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
           mappedRecords = records
           if (records.length) {
-            this.validator?.assertValid(records, this.name)
-            const written = await this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined })
+            await this.recorder.during('mapping', async () => this.validator?.assertValid(records, this.name))
+            const written = await this.recorder.during('target', () => this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined }))
             addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
           }
-          if (gone.length) totals.deleted += await softDeletes!.apply(gone, { ...context, batchIndex: index })
+          if (gone.length) totals.deleted += await this.recorder.during('target', () => softDeletes!.apply(gone, { ...context, batchIndex: index }))
           // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
           const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
           if (tx) await this.tracker.progress(runId, totals, tx, this.meter.snapshot(batch.length))
@@ -289,10 +297,15 @@ export class PipelineRun {
           }
           return totals
         }
+        this.recorder.enter('target') // from here on an error nothing claims is the target's (commits, bookkeeping)
+        const before = { ...this.statistics }
+        const writeStart = performance.now()
         Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
+        this.recorder.batchWritten(index, batch.length, writeStart, before, this.statistics)
         this.meter.processed += batch.length
         if (atomic) await this.atomicProgress()
         if (!atomic) this.rejects?.committed()
+        if (!atomic || !singleConnection()) await this.events.due() // SQLite: the run's one transaction holds the only connection
         this.rejects?.checkLimit(this.statistics.skipped ?? 0)
       }
       if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
@@ -398,44 +411,4 @@ export function addStatistics(total: WriteStatistics, delta: Partial<WriteStatis
 function outcomeStatistics(statistics: WriteStatistics): WriteStatistics {
   const { unchanged, ...rest } = statistics
   return unchanged ? { ...rest, unchanged } : rest
-}
-
-/**
- * The error JSON stored on failed runs (and shown by the management API): code, status and a
- * message without credentials or database internals, never request headers. `detail` (the
- * whole message, credentials redacted) and `correlationId` are for the log; only the id is stored.
- */
-export function describeError(error: unknown, what?: string): { code?: string; status?: number; message: string; correlationId: string; detail: string } {
-  const shown = publicError(error, what)
-  const e = error as { code?: unknown; reason?: { response?: { status?: number } }; status?: number }
-  const out = error instanceof PipelineError
-    ? { code: error.code, status: error.status, message: shown.message, correlationId: shown.correlationId }
-    : { code: shown.database ? 'DATABASE_ERROR' : typeof e?.code === 'string' ? e.code : undefined, status: e?.reason?.response?.status ?? (typeof e?.status === 'number' ? e.status : undefined), message: shown.message, correlationId: shown.correlationId }
-  // not enumerable: the stored error (JSON) leaves the detail out
-  return Object.defineProperty(out, 'detail', { value: shown.detail, enumerable: false }) as typeof out & { detail: string }
-}
-
-/**
- * Reads the next batch while the current one is mapped and written, so source latency and
- * target latency overlap instead of adding up.
- */
-export async function* prefetch<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
-  const iterator = source[Symbol.asyncIterator]()
-  let pending = iterator.next()
-  let finished = false
-  try {
-    for (;;) {
-      const result = await pending
-      if (result.done) {
-        finished = true
-        return
-      }
-      pending = iterator.next()
-      pending.catch(() => undefined) // surfaced when awaited; avoids an unhandled rejection if we stop early
-      await underway(pending)
-      yield result.value
-    }
-  } finally {
-    if (!finished) await pending.then(() => iterator.return?.(), () => undefined)
-  }
 }

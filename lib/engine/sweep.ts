@@ -24,6 +24,7 @@
  * Its outcome is stored as JSON in the tracker's `lastSweep` (see {@link SweepState}); the
  * deleted rows count in the run's `deleted` statistics.
  */
+import { currentRun } from '../runs/index.js'
 import cds from '@sap/cds'
 import { PipelineError } from '../pipeline/errors.js'
 import { LOGGER, PIPELINES_ENTITY } from '../constants.js'
@@ -88,6 +89,7 @@ export async function sweepIfDue(prepared: PreparedPipeline, options: SweepOptio
     const deleted = options.atomic ? await sweep(prepared, options.context, counts) : await options.db.tx(() => sweep(prepared, options.context, counts))
     const state: SweepState = { time: started.toISOString(), runId: options.runId, status: 'completed', deleted, ...counts, durationMs: Date.now() - started.getTime(), completedAt: started.toISOString(), runsSince: 0 }
     await writeState(prepared, options, state)
+    currentRun()?.event('sweep', { phase: 'target', rows: deleted, durationMs: state.durationMs, message: `compared ${counts.sourceKeys} source keys with ${counts.targetKeys} local keys; deleted ${deleted} rows`, details: counts })
     LOG.info(`pipeline '${prepared.pipeline.name}': deletes sweep compared ${counts.sourceKeys} source keys with ${counts.targetKeys} local keys and deleted ${deleted} rows in ${state.durationMs} ms`)
     return deleted
   } catch (error) {

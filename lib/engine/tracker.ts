@@ -8,7 +8,7 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import cds from '@sap/cds'
-import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
+import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { toCqn, type Predicate } from '../adapters/predicate.js'
 import { connect, ql, type QueryRunner } from '../model/ql.js'
@@ -225,7 +225,7 @@ export class Tracker {
   private async closeStaleRun(tx: QueryRunner, name: string, runId: string): Promise<void> {
     const message = `Run ${runId} stopped without finishing (its process crashed or was killed); its lease expired and the next trigger took over`
     await tx.run(ql.UPDATE.entity(RUNS_ENTITY)
-      .set({ status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
+      .set({ status: 'failed', failedAt: 'guard', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
       .where({ ID: runId, status: 'running' }))
     // its committed batches are real writes: they count in the cumulative statistics
     const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted', 'statistics_skipped').where({ ID: runId }))) as
@@ -300,11 +300,11 @@ export class Tracker {
     return stillOwned
   }
 
-  async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics, progress?: RunProgress): Promise<void> {
+  async finishFailure(name: string, runId: string, error: { code?: string; message: string; status?: number }, statistics: WriteStatistics, progress?: RunProgress, failedAt?: string): Promise<void> {
     this.positions.delete(tenantKey(name))
     await this.tx(async tx => {
       await this.updates.run(tx, RUNS_ENTITY, {
-        status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error),
+        status: 'failed', endTime: new Date().toISOString(), error: JSON.stringify(error), ...(failedAt ? { failedAt } : {}),
         statistics_created: statistics.created, statistics_updated: statistics.updated, statistics_deleted: statistics.deleted, statistics_unchanged: statistics.unchanged ?? 0, ...skipped(statistics),
         ...progress,
       }, { ID: runId })
@@ -314,6 +314,11 @@ export class Tracker {
         leaseOwner: null, leaseUntil: null, currentRun: null,
       }, { name, currentRun: runId })
     })
+  }
+
+  /** A run's event log (lib/runs), in one INSERT. */
+  async recordEvents(rows: Array<Record<string, unknown>>): Promise<void> {
+    if (rows.length) await this.tx(tx => tx.run(ql.INSERT.into(RUN_EVENTS_ENTITY).entries(rows)))
   }
 
   /** Releases a lease held for a non-run operation (flush). */

@@ -22,7 +22,7 @@ export const DEFAULT_ROLES: Record<'viewer' | 'operator' | 'admin', string> = { 
 /** Operations by the level they need; anything not listed (writes, operations added later) needs `administer`. */
 const OPERATION_LEVELS: Record<string, Level> = {
   READ: 'view', status: 'view', configView: 'view', flowMetadata: 'view', landscapeMetadata: 'view', inspectCapabilities: 'view', tenantsOverview: 'view',
-  execute: 'operate', start: 'operate', flush: 'operate', setEnabled: 'operate', replayRejects: 'operate',
+  execute: 'operate', start: 'operate', retry: 'operate', flush: 'operate', setEnabled: 'operate', replayRejects: 'operate',
   setOverrides: 'administer', clearOverrides: 'administer', setSchedule: 'administer', clearSchedule: 'administer', inspectData: 'administer',
 }
 

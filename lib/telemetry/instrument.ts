@@ -126,6 +126,7 @@ export function instrument(srv: EventSource, api: OtelApi, options: { version?: 
       child.end()
     }
     run.children.clear()
+    addRunEvents(run.span, data.events)
     run.span.setAttributes(clean({ status, ...counts, error: error?.message, 'error.code': error?.code }))
     if (failed) {
       run.span.recordException({ name: error?.code ?? 'PipelineError', message: error?.message ?? 'pipeline run failed' })
@@ -140,6 +141,18 @@ export function instrument(srv: EventSource, api: OtelApi, options: { version?: 
     runCounter.add(1, clean({ pipeline: run.pipeline, status, mode: str(data.mode), tenant }))
     if (startTime && endTime) duration.record(Math.max(0, endTime.getTime() - startTime.getTime()) / 1000, clean({ pipeline: run.pipeline, status, tenant }))
   }))
+}
+
+/** The run's event log (lib/runs) as span events `data-pipeline.<kind>` at the time each happened. */
+function addRunEvents(span: OtelSpan, events: unknown): void {
+  if (!Array.isArray(events)) return
+  for (const event of events as Array<Record<string, unknown>>) {
+    const attributes = clean({
+      'event.seq': num(event.seq), phase: str(event.phase), 'http.status': num(event.httpStatus), rows: num(event.rows), bytes: num(event.bytes),
+      'duration_ms': num(event.durationMs), attempt: num(event.attempt), 'wait_ms': num(event.waitMs), message: str(event.message), details: str(event.details),
+    })
+    span.addEvent(`data-pipeline.${String(event.kind)}`, attributes, parseDate(event.time))
+  }
 }
 
 const childKey = (req: EventRequest, phase: string) => (phase === 'READ' ? phase : `${phase}#${String(req.data.batchIndex ?? '')}`)

@@ -13,7 +13,7 @@ export type Attributes = Record<string, string | number | boolean | undefined>
 
 export interface OtelSpan {
   setAttributes(attributes: Attributes): OtelSpan
-  addEvent(name: string, attributes?: Attributes): OtelSpan
+  addEvent(name: string, attributes?: Attributes, startTime?: Date | number): OtelSpan
   setStatus(status: { code: number; message?: string }): OtelSpan
   recordException(exception: { name?: string; message: string }): void
   end(endTime?: Date | number): void

@@ -38,7 +38,7 @@ interface TrackerRow {
 }
 interface RunRow {
   ID: string; status: string; trigger: string; mode: string; startTime: string; endTime: string | null
-  error: string | null; created: number; updated: number; deleted: number
+  error: string | null; failedAt: string | null; created: number; updated: number; deleted: number
 }
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
@@ -215,6 +215,7 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
       expect(error.code).toBe('LEASE_EXPIRED')
       expect(error.message).toContain(firstRun[pipeline])
       expect(error.message).toMatch(/crashed or was killed/)
+      expect(stale.failedAt).toBe('guard') // README "Run events": its lease expired
       // the statistics the killed run committed stay on its row
       expect(stale).toMatchObject({ created: committed[pipeline].rows, updated: 0 })
       const current = runs.find(r => r.ID === secondRun[pipeline])!

@@ -104,6 +104,18 @@ describe('hidden fields never leave the target', () => {
     expect(leaked(done.join('\n')), 'DONE event').toEqual([])
     expect(lines.join('\n')).toContain('outside the approved band')
     expect(leaked(logged()), 'log lines').toEqual([])
+    // run events (README "Run events"): the error event quotes the redacted error, nothing else a record held
+    const runEvents = await GET(`/pipeline/PipelineRuns(${run.ID})/events?$orderby=seq`)
+    expect(runEvents.status).toBe(200)
+    const error = runEvents.data.value.find((e: { kind: string }) => e.kind === 'error')
+    expect(error.message).toContain('salary *** of book 4324 is outside the approved band')
+    expect(leaked(JSON.stringify(runEvents.data)), 'run events').toEqual([])
+    expect(JSON.stringify(runEvents.data)).not.toMatch(/\\"(price|salary)\\"/)
+    for (const url of ['/pipeline/PipelineRuns?$expand=events', '/pipeline/PipelineRunEvents']) {
+      const read = await GET(url)
+      expect(read.status, url).toBe(200)
+      expect(leaked(JSON.stringify(read.data)), url).toEqual([])
+    }
   })
 
   test('replay of a reject stored without its hidden field writes the visible fields; the hidden column stays as it was (null for a new row)', async () => {

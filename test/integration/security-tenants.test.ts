@@ -141,6 +141,30 @@ describe('unknown or unsubscribed tenant (finding 11)', () => {
   })
 })
 
+describe('run events and retry stay in their tenant (issue 25)', () => {
+  it("a tenant's user reads its runs' events; another tenant's user neither reads nor retries them; the provider's operator reads none", async () => {
+    const own = (await runs('t1', 'mtx.Books')).find(r => r.status === 'idle')!
+    const events = await get<Array<{ kind: string; seq: number }>>('u1', `/pipeline/PipelineRuns(${own.ID})/events?$orderby=seq`)
+    expect(events[0].kind).toBe('start')
+    expect(events.at(-1)!.kind).toBe('end')
+    // t2's database has no such run: not found, and no event of it in the list
+    const other = await call('u2', 'GET', `/pipeline/PipelineRuns(${own.ID})/events`)
+    expect(other.status === 404 || (other.status === 200 && other.body.value.length === 0), JSON.stringify(other.body)).toBe(true)
+    expect(await get<unknown[]>('u2', `/pipeline/PipelineRunEvents?$filter=run_ID eq ${own.ID}`)).toEqual([])
+    expect(await get<unknown[]>('ops', '/pipeline/PipelineRunEvents')).toEqual([])
+
+    // t3's ticker fails on purpose in READ: failed at the source, retried by t3's admin only
+    const failed = await waitFor(async () => (await runs('t3', 'ticker')).find(r => r.status === 'failed'), "a failed run of t3's ticker", 30_000) as Run & { failedAt: string }
+    expect(failed.failedAt).toBe('source')
+    const error = await get<Array<{ kind: string; phase: string; message: string }>>('u3', `/pipeline/PipelineRuns(${failed.ID})/events?$filter=kind eq 'error'`)
+    expect(error).toEqual([expect.objectContaining({ phase: 'source', message: 'ticker fails on purpose in tenant t3' })])
+    const foreign = await call('u2', 'POST', `/pipeline/PipelineRuns(${failed.ID})/DataPipelineManagementService.retry`, { async: true })
+    expect(foreign.status, JSON.stringify(foreign.body)).toBe(404)
+    const retried = await call('u3', 'POST', `/pipeline/PipelineRuns(${failed.ID})/DataPipelineManagementService.retry`, { async: true })
+    expect([202, 409], JSON.stringify(retried.body)).toContain(retried.status) // 409: a scheduled tick holds the pipeline right now
+  })
+})
+
 describe("the provider's operator: a view across tenants and per-tenant fan-out answers (finding 12)", () => {
   it('GET /pipeline/Pipelines and PipelineRuns as provider answer 200 with an empty list and a hint, never SQL', async () => {
     for (const entity of ['Pipelines', 'PipelineRuns', 'PipelineRejects']) {

@@ -93,6 +93,26 @@ describe('with @cap-js/telemetry: spans and metrics of pipeline runs', () => {
     expect(write.status.code).toBe(STATUS.ERROR)
   })
 
+  test('run events (README "Run events") as span events of the run span: start, guard, page reads, batches, end; a failed run its error with the phase', async () => {
+    await waitFor(() => spans().some(s => s.name === 'data-pipeline run books') && spans().some(s => s.name === 'data-pipeline run failing'))
+    const books = spans().find(s => s.name === 'data-pipeline run books')!
+    const names = books.events.map(e => e.name).filter(name => name.startsWith('data-pipeline.'))
+    expect(names[0]).toBe('data-pipeline.start')
+    expect(names.at(-1)).toBe('data-pipeline.end')
+    expect(names).toContain('data-pipeline.lease')
+    const pages = books.events.filter(e => e.name === 'data-pipeline.page')
+    expect(pages.reduce((sum, e) => sum + Number(e.attributes.rows), 0)).toBe(5)
+    expect(pages.every(e => e.attributes.phase === 'source' && typeof e.attributes.duration_ms === 'number')).toBe(true)
+    const batches = books.events.filter(e => e.name === 'data-pipeline.batch')
+    expect(batches.map(e => [e.attributes.attempt, e.attributes.rows, JSON.parse(String(e.attributes.details))])).toEqual([[0, 2, { created: 2 }], [1, 2, { created: 2 }], [2, 1, { created: 1 }]])
+    expect(books.events.find(e => e.name === 'data-pipeline.end')!.attributes).toMatchObject({ rows: 5, message: 'completed' })
+
+    const failing = spans().find(s => s.name === 'data-pipeline run failing')!
+    const error = failing.events.find(e => e.name === 'data-pipeline.error')!
+    expect(error.attributes).toMatchObject({ phase: 'target', message: 'target unavailable' })
+    expect(failing.events.filter(e => e.name.startsWith('data-pipeline.')).at(-1)!.name).toBe('data-pipeline.end')
+  })
+
   test('events: a span per micro-batch (data-pipeline events <pipeline>) with its keys and counts', async () => {
     await post('changed', { ID: 3 })
     const span = await waitFor(() => spans().find(s => s.name === 'data-pipeline events followed'), 'the micro-batch span')

@@ -187,6 +187,8 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
       records: result.map(record => this.convertRecord(record)),
       count: typeof result.$count === 'number' ? result.$count : result.$count !== undefined ? Number(result.$count) : undefined,
       nextLink: result.$nextLink ?? result.$next,
+      // CAP's remote service answers only a successful GET with a collection
+      httpStatus: 200,
     }
   }
 

@@ -7,6 +7,7 @@ import type { DataRecord } from '../../pipeline/types.js'
 import type { ReadSegment } from '../watermark.js'
 import { after, and, type Predicate } from '../predicate.js'
 import type { ReadProgress } from '../types.js'
+import { currentRun, elapsed } from '../../runs/index.js'
 
 export interface PageRequest {
   filter?: Predicate
@@ -27,6 +28,9 @@ export interface PageResult {
   nextLink?: string
   /** The source never returns fewer rows than asked unless it has no more (databases). */
   exact?: boolean
+  /** HTTP status and bytes of the answer, where the transport tells (run events). */
+  httpStatus?: number
+  bytes?: number
 }
 
 export async function* pagesOf(
@@ -55,9 +59,11 @@ export async function* segmentPages(
   let total: number | undefined
   let received = 0
   for (let initial = true; ; initial = false) {
+    const since = performance.now()
     const result = initial && first ? first : await fetchPage(nextLink
       ? { nextLink, order: segment.order, top, count: false }
       : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: initial })
+    if (!(initial && first)) pageRead(result, since)
     if (initial && typeof result.count === 'number') total = result.count
     if (initial && progress && !first) countSegment(progress, total)
     const { records } = result
@@ -76,4 +82,9 @@ export async function* segmentPages(
 export function countSegment(progress: ReadProgress, count: number | undefined): void {
   if (count === undefined || !Number.isFinite(count)) progress.uncounted = true
   else progress.expected = (progress.expected ?? 0) + count
+}
+
+/** A page read, as a run event (README "Run events"): records, status, bytes and the time it took, retries included. */
+export function pageRead(result: Pick<PageResult, 'records' | 'httpStatus' | 'bytes'>, since: number): void {
+  currentRun()?.event('page', { phase: 'source', rows: result.records.length, httpStatus: result.httpStatus, bytes: result.bytes, durationMs: elapsed(since) })
 }

@@ -20,7 +20,8 @@ import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { after, and, type Predicate } from '../predicate.js'
 import { retryAfterOf, statusOf, withRetry } from '../retry.js'
-import { countSegment, segmentPages, type PageRequest, type PageResult } from './pager.js'
+import { currentRun } from '../../runs/index.js'
+import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
 import { RequestSlots, processSlots } from './slots.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
@@ -71,6 +72,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const sent = performance.now()
   const first = await send({ filter: segment.filter, order: segment.order, top, count: true })
   const firstMs = performance.now() - sent
+  pageRead(first, sent)
   const count = first.count
   const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
   if (ranges < 2 || !first.records.length) {
@@ -96,6 +98,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   yield first.records
   const boundaries = distinct([firstSample, ...await samples].map(page => page.records[0]?.[key]))
   LOG.info(`pipeline '${name}': full read of ${count} rows in ${boundaries.length + 1} key ranges, ${atOnce} at once (round trip ≈ ${Math.round(roundTrip)} ms, first page ${Math.round(firstMs)} ms)`)
+  currentRun()?.event('partitions', { phase: 'source', rows: count, message: `full read in ${boundaries.length + 1} key ranges, ${atOnce} at once`, details: { ranges: boundaries.length + 1, atOnce, roundTripMs: Math.round(roundTrip) } })
   const rest = after(segment.order, last)
   const parts = rangesOf(key, boundaries).map(range => segmentPages({ order: segment.order, filter: and(segment.filter, rest, range) }, top, send))
   try {

@@ -27,6 +27,7 @@ import cds from '@sap/cds'
 import { STATUS_CODES } from 'node:http'
 import { BaseSourceAdapter } from './base.js'
 import { withRetry } from '../retry.js'
+import { pageRead } from './pager.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { deltaPlan, type DeltaPlan } from '../watermark.js'
 import { LOGGER } from '../../constants.js'
@@ -157,6 +158,9 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     return this.rest?.pagination?.pageSize ?? this.pipeline.batchSize
   }
 
+  /** The status of the last successful GET (run events; reads go one at a time). */
+  private lastStatus?: number
+
   async *readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
     const { pagination, deltaParam } = this.rest
     const pageSize = pagination.pageSize
@@ -271,6 +275,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     const path = this.requestPath()
     const query = new URLSearchParams(params).toString()
     const url = `${path}${path.includes('?') ? '&' : '?'}${query}`
+    const since = performance.now()
     const text = await withRetry(
       () => this.get(transport, url, path, secrets, where),
       this.pipeline.retry,
@@ -291,6 +296,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     }
     if (records.some(record => record === null || typeof record !== 'object' || Array.isArray(record)))
       throw new RestSourceError(`${this.label()}: GET ${path} (${where}) answered entries at ${dataPath ? `dataPath '${dataPath}'` : 'the top level'} that are not objects`)
+    pageRead({ records, httpStatus: this.lastStatus, bytes: Buffer.byteLength(text) }, since)
     return { records: records as DataRecord[], body }
   }
 
@@ -317,6 +323,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
       await response.body?.cancel().catch(() => undefined)
       throw this.failure({ response: { status: response.status, headers: response.headers } }, path, secrets, where, timeout)
     }
+    this.lastStatus = response.status
     try {
       return await response.text()
     } catch (error) {
@@ -340,6 +347,7 @@ export class RestSourceAdapter extends BaseSourceAdapter {
     } catch (error) {
       throw this.failure(error, path, secrets, where, timeout)
     }
+    this.lastStatus = response.status
     const data = response.data
     if (typeof data === 'string') return data
     if (Buffer.isBuffer(data)) return data.toString('utf8')

@@ -67,7 +67,7 @@ export class HcqlTargetAdapter extends BaseTargetAdapter {
   }
 
   private retried<T>(operation: () => Promise<T>): Promise<T> {
-    return withRetry(operation, this.pipeline.retry)
+    return withRetry(operation, this.pipeline.retry, undefined, 'target')
   }
 
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {

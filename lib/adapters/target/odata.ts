@@ -41,7 +41,7 @@ export class ODataTargetAdapter extends BaseTargetAdapter {
   }
 
   private retried<T>(operation: () => Promise<T>): Promise<T> {
-    return withRetry(operation, this.pipeline.retry)
+    return withRetry(operation, this.pipeline.retry, undefined, 'target')
   }
 
   async writeBatch(records: DataRecord[], _context: WriteContext): Promise<WriteStatistics> {
