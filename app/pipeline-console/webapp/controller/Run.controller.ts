@@ -3,7 +3,7 @@ import type ODataContextBinding from "sap/ui/model/odata/v4/ODataContextBinding"
 import type Table from "sap/m/Table";
 import type { Route$PatternMatchedEvent } from "sap/ui/core/routing/Route";
 import Base from "./Base";
-import Api from "../model/Api";
+import Api, { apiError } from "../model/Api";
 import type RunTimeline from "../control/RunTimeline";
 import { duration } from "../control/HistoryChart";
 import { choices, failureOf, failureText, filterEvents, loadEvents, timelineBars, type EventFilter, type RunEvent } from "../model/runEvents";
@@ -72,7 +72,12 @@ export default class Run extends Base {
 			if (this.model.getProperty("/runId") !== runId) return;
 			this.show(run, events);
 		} catch (error) {
-			if (this.model.getProperty("/runId") === runId) this.showError(error);
+			if (this.model.getProperty("/runId") !== runId) return;
+			// a run just started (Retry, start async) may not be stored yet: the poll asks again
+			if (apiError(error).status === 404 && !this.model.getProperty("/run")) {
+				this.model.setProperty("/active", true);
+				this.ui().setProperty("/anyRunning", true);
+			} else this.showError(error);
 		} finally {
 			binding.destroy();
 		}
