@@ -116,6 +116,7 @@ function barLabel(text: Text, event: RunEvent, ms: number): string {
 	const rows = event.rows === null || event.rows === undefined ? "" : number(event.rows);
 	if (event.kind === "page") return text("timelinePage", [event.seq, rows, duration(ms), event.httpStatus ?? ""]);
 	if (event.kind === "batch") return text("timelineBatch", [event.seq, event.attempt ?? "", rows, duration(ms)]);
+	if (event.kind === "error") return text("timelineError", [event.seq, event.phase ?? "", event.message ?? ""]);
 	return text("timelineOther", [event.seq, event.kind, duration(ms), event.message ?? ""]);
 }
 
