@@ -143,7 +143,10 @@ describe('console: the run page', () => {
       await openRun(page, runId)
       // open while the run reads: the page follows it to its end
       await waitUntil(async () => (await statusOf(page)) === 'running', `the run shown running (${JSON.stringify(await runOf(runId))})`)
-      await waitUntil(async () => (await statusOf(page)) !== 'running', 'the run\'s end shown by the poll', 90_000)
+      await waitUntil(async () => (await runOf(runId)).status !== 'running', 'the run\'s end', 90_000)
+      const ended = Date.now()
+      await waitUntil(async () => (await statusOf(page)) !== 'running', 'the run\'s end shown by the poll', 30_000)
+      console.log(`the run page showed the run's end ${Date.now() - ended} ms after it ended`)
     } finally {
       slowOrders = 0
     }
@@ -155,6 +158,8 @@ describe('console: the run page', () => {
     const batches = events.filter(e => e.kind === 'batch' && e.durationMs !== null)
     expect(pages.length).toBeGreaterThanOrEqual(PAGES)
     expect(batches.length).toBeGreaterThanOrEqual(PAGES)
+    const stored = await runOf(runId)
+    console.log(`run of ${PAGES} pages: ${events.length} events, ${pages.length} page reads, ${batches.length} write batches; run statistics ${JSON.stringify({ created: stored.statistics_created, updated: stored.statistics_updated, unchanged: stored.statistics_unchanged })}, end event ${events.at(-1)?.message}`)
     expect(await bars(page, 'read').count()).toBe(pages.length)
     expect(await bars(page, 'write').count()).toBe(batches.length)
     expect(await textOf(page, 'runTrigger')).toBe('manual')
