@@ -21,6 +21,7 @@ import { launchBrowser } from '../helpers/browser'
 import { basic, startDemo, waitUntil, type Demo } from '../helpers/demo'
 
 const RESULTS = path.join(ROOT, 'test-results')
+const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js')
 /** Orders per page (an override): the demo's 2,000 orders are read in 8 pages by a full run. */
 const BATCH = 250
 const PAGES = 2000 / BATCH
@@ -104,6 +105,24 @@ const textOf = async (page: Page, id: string) => ((await page.locator(byId(id)).
 
 const statusOf = async (page: Page) => ((await page.locator(`${byId('runStatus')} .sapMObjStatusText`).first().innerText().catch(() => '')) ?? '').trim()
 
+interface AxeViolation { id: string; impact: string; count: number; nodes: string[] }
+
+/** axe-core over the whole page: the violations (counts per impact are logged). */
+async function axe(page: Page, view: string): Promise<AxeViolation[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: AXE })
+  await page.evaluate(() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+  const violations: AxeViolation[] = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> }> } })
+      .axe.run(document, { resultTypes: ['violations'] })
+    return result.violations.map(v => ({ id: v.id, impact: v.impact, count: v.nodes.length, nodes: v.nodes.slice(0, 3).map(n => `${n.target.join(' ')} — ${n.failureSummary ?? ''}`) }))
+  })
+  const count = (impact: string) => violations.filter(v => v.impact === impact).reduce((sum, v) => sum + v.count, 0)
+  console.log(`axe ${view}: ${JSON.stringify({ critical: count('critical'), serious: count('serious'), moderate: count('moderate'), minor: count('minor') })}`)
+  return violations
+}
+
+const severe = (violations: AxeViolation[]) => violations.filter(v => v.impact === 'critical' || v.impact === 'serious').map(v => `${v.impact} ${v.id}: ${v.nodes.join(' | ')}`)
+
 /** Picks an entry of a sap.m.Select. */
 async function choose(page: Page, id: string, text: string): Promise<void> {
   await page.locator(byId(id)).first().click()
@@ -133,6 +152,7 @@ afterAll(async () => {
 
 describe('console: the run page', () => {
   let failedRun = ''
+  let completedRun = ''
 
   test('a run of several pages: timeline bars per page read and write batch, a log row per event, polled while active, the URL survives a reload', async () => {
     const page = await signIn('alice')
@@ -140,6 +160,7 @@ describe('console: the run page', () => {
     let runId: string
     try {
       runId = await runOrders(true)
+      completedRun = runId
       await openRun(page, runId)
       // open while the run reads: the page follows it to its end
       await waitUntil(async () => (await statusOf(page)) === 'running', `the run shown running (${JSON.stringify(await runOf(runId))})`)
@@ -267,5 +288,17 @@ describe('console: the run page', () => {
     await waitUntil(() => detail.url().endsWith(`#/pipelines/orders/runs/${again}`), 'the failed run\'s URL')
     await waitUntil(async () => (await detail.locator(byId('runId')).first().innerText()).trim() === again, 'the failed run\'s page')
     expect(problems).toEqual([])
+  })
+
+  test('no critical and no serious axe-core violation on the run page (completed and failed run)', async () => {
+    expect(completedRun).not.toBe('')
+    const page = await signIn('alice')
+    await openRun(page, completedRun)
+    await waitUntil(async () => (await logRows(page).count()) > 0 && (await bars(page, 'read').count()) > 0, 'timeline and log')
+    expect(severe(await axe(page, 'run page'))).toEqual([])
+    await openRun(page, failedRun)
+    await page.locator(byId('failureStrip')).first().waitFor()
+    await waitUntil(async () => page.locator(`${byId('retryButton')}.sapMBtn`).isVisible(), 'the Retry button')
+    expect(severe(await axe(page, 'failed run page'))).toEqual([])
   })
 })
