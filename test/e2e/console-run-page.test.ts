@@ -285,6 +285,7 @@ describe('console: the run page', () => {
     const detail = await signIn('alice')
     await detail.goto(`${base}/pipeline-console/#/pipelines/orders`)
     await waitUntil(async () => (await detail.locator(byId('lastFailureStrip')).count()) > 0 && /failed at the source/.test(await textOf(detail, 'lastFailureStrip')), 'the banner in the detail')
+    await detail.screenshot({ path: path.join(RESULTS, 'console-run-detail-banner.png') })
     await detail.locator(byId('lastFailureLink')).first().click()
     await waitUntil(() => detail.url().endsWith(`#/pipelines/orders/runs/${again}`), 'the failed run\'s URL')
     await waitUntil(async () => (await detail.locator(byId('runId')).first().innerText()).trim() === again, 'the failed run\'s page')
