@@ -18,6 +18,7 @@ import Api from "../model/Api";
 import EventsSection from "../model/events";
 import * as pipelineFormat from "../model/formatPipeline";
 import { fillTable, historyRun, progressOf } from "../model/runs";
+import { failureText, lastFailedRun } from "../model/runEvents";
 import type { DriftReport, FlowData, InspectResult, Progress, RejectsState } from "../model/types";
 import { parseJson } from "../model/types";
 import Base from "./Base";
@@ -106,6 +107,8 @@ export default class Detail extends Base {
 			this.ui().setProperty("/config", null);
 			this.events.clear();
 			void this.events.refresh(name);
+			this.ui().setProperty("/lastFailure", null);
+			void this.loadLastFailure(name);
 			void this.loadFlow(name);
 			this.control<Table>("runsTable").removeSelections(true);
 			this.ui().setProperty("/rejectsRun", { name, run: null });
@@ -119,7 +122,25 @@ export default class Detail extends Base {
 		const name = this.selected();
 		if (!name) return;
 		const binding = this.control<Page>("detailPage").getElementBinding() as ODataContextBinding | undefined;
-		await Promise.all([binding?.requestRefresh().catch(() => undefined), this.loadFlow(name), this.events.refresh(name)]);
+		await Promise.all([binding?.requestRefresh().catch(() => undefined), this.loadFlow(name), this.events.refresh(name), this.loadLastFailure(name)]);
+	}
+
+	/** The banner of a failed last run: where it failed, its first error, a link to its run page. */
+	private async loadLastFailure(name: string): Promise<void> {
+		try {
+			const failed = await lastFailedRun(this.odata(), name);
+			if (this.selected() !== name) return;
+			this.ui().setProperty("/lastFailure", failed ? { runId: failed.runId, text: failureText(this.t, failed.failure, true) } : null);
+		} catch {
+			if (this.selected() === name) this.ui().setProperty("/lastFailure", null);
+		}
+	}
+
+	/** The failed last run's page. */
+	public onOpenFailedRun(): void {
+		const name = this.selected();
+		const runId = (this.ui().getProperty("/lastFailure") as { runId: string } | null)?.runId;
+		if (name && runId) this.router().navTo("run", { name, runId });
 	}
 
 	private async loadFlow(name: string): Promise<void> {
