@@ -26,14 +26,24 @@ export interface RunsFilter {
 
 export const WINDOWS = ["1h", "6h", "24h", "7d", "all"];
 export const DEFAULT_WINDOW = "24h";
-export const STATUSES = ["completed", "failed", "running"];
+/** The stored run statuses (`idle`: completed), the legend's order. */
+export const STATUSES = ["idle", "failed", "running"];
 
 const pad = (n: number) => String(n).padStart(2, "0");
 /** A time as the picker's local value. */
 const local = (at: Date) => `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
 
+/** A query value as typed (a hash may keep `%3A` in an ISO time). */
+function decoded(value: string | undefined): string | undefined {
+	try {
+		return value === undefined ? undefined : decodeURIComponent(value);
+	} catch {
+		return value;
+	}
+}
+
 export function fromQuery(query: RunsQuery): Omit<RunsFilter, "pipelines"> {
-	const since = query.since ?? DEFAULT_WINDOW;
+	const since = decoded(query.since) ?? DEFAULT_WINDOW;
 	const custom = WINDOWS.includes(since) ? null : windowStart(since);
 	return {
 		status: query.status ?? "",
@@ -89,7 +99,7 @@ export function timelineData(text: Text, filter: Omit<RunsFilter, "pipelines">, 
 	const from = Math.min(new Date(filterStart(filter, now) ?? oldest).getTime(), oldest);
 	const to = Math.max(now, ...runs.map(run => run.end ? new Date(run.end).getTime() : now));
 	const legend: Record<string, string> = {};
-	for (const status of [...STATUSES, ...runs.map(run => run.status)]) legend[status] = status;
+	for (const status of [...STATUSES, ...runs.map(run => run.status)]) legend[status] = status === "idle" ? text("statusIdle") : status;
 	return {
 		from: new Date(from).toISOString(),
 		to: new Date(to).toISOString(),
