@@ -124,6 +124,24 @@ describe('console: runs across pipelines', () => {
     expect(problems).toEqual([])
   })
 
+  test('a custom window: "Since…" and a date and time typed into the picker', async () => {
+    await showRuns('#/runs', runs)
+    await choose('filterWindow', 'Since…')
+    const picker = page.locator(`${byId('filterSince')} input`).first()
+    await picker.waitFor()
+    // a minute after the last run (whole seconds, as the picker shows them), typed as the picker shows dates (en-US, medium)
+    const after = new Date(Math.ceil((Math.max(...runs.map(run => new Date(run.endTime ?? run.startTime).getTime())) + 60_000) / 1000) * 1000)
+    const typed = new Intl.DateTimeFormat('en-US', { timeZone: TIME_ZONE, dateStyle: 'medium', timeStyle: 'medium' }).format(after).replace(/\u202f/g, ' ')
+    await picker.fill(typed)
+    await picker.press('Enter')
+    await waitFor(() => decodeURIComponent(page.url()).endsWith(`#/runs?since=${after.toISOString()}`), `the window's start ${after.toISOString()} in the URL`)
+    await expectRows([], 'the custom window')
+    await page.reload()
+    await expectRows([], 'the custom window after the reload')
+    expect((await page.locator('[id$="--filterWindow-label"]').innerText()).trim()).toBe('Since…')
+    expect((await page.locator(`${byId('filterSince')} input`).first().inputValue()).replace(/\u202f/g, ' ')).toBe(typed)
+  })
+
   test('filters survive a reload; back restores the previous filter', async () => {
     await showRuns('#/runs?status=failed', where(run => run.status === 'failed'))
     await page.reload()
