@@ -139,6 +139,20 @@ export default class RunsTimeline extends Control {
 		return parts.join("");
 	}
 
+	/** Whether a bar had the focus before a re-render (the poll's new data): it gets it back after. */
+	private hadFocus = false;
+
+	onBeforeRendering(): void {
+		const active = document.activeElement;
+		this.hadFocus = Boolean(active && this.getDomRef()?.contains(active));
+	}
+
+	onAfterRendering(): void {
+		if (!this.hadFocus) return;
+		this.hadFocus = false;
+		this.getDomRef()?.querySelector<HTMLElement>('g.pcGanttRun[tabindex="0"]')?.focus();
+	}
+
 	private bars(): HTMLElement[] {
 		return [...(this.getDomRef()?.querySelectorAll<HTMLElement>("g.pcGanttRun") ?? [])];
 	}

@@ -5,6 +5,7 @@ import type ODataListBinding from "sap/ui/model/odata/v4/ODataListBinding";
 import type { Route$PatternMatchedEvent } from "sap/ui/core/routing/Route";
 import Sorter from "sap/ui/model/Sorter";
 import { runFilters, timelineData, toQuery, fromQuery, type RunsQuery, type RunsFilter } from "../model/runsFilter";
+import { windowStart } from "../model/format";
 import Base from "./Base";
 
 /** At most this many runs are drawn in the timeline (the newest of the window). */
@@ -51,7 +52,7 @@ export default class Runs extends Base {
 
 	/** Shows the filter of the URL: the selects, the table's $filter, the timeline. */
 	private apply(filter: Omit<RunsFilter, "pipelines">): void {
-		this.ui().setProperty("/runsFilter", { ...this.filter(), ...filter });
+		this.ui().setProperty("/runsFilter", { ...this.filter(), ...filter, customValid: true });
 		void this.loadPipelines();
 		const binding = this.binding();
 		if (!binding) return;
@@ -103,7 +104,10 @@ export default class Runs extends Base {
 
 	/** A select changed: the filter goes into the URL (a history entry), the route applies it. */
 	public onFilterChange(): void {
-		this.router().navTo("runs", { "?query": toQuery(this.filter()) });
+		const filter = this.filter();
+		const valid = filter.window !== "custom" || !filter.custom || windowStart(filter.custom) !== null;
+		this.ui().setProperty("/runsFilter/customValid", valid);
+		if (valid) this.router().navTo("runs", { "?query": toQuery(filter) });
 	}
 
 	public onFilterReset(): void {

@@ -72,6 +72,7 @@ export function relative(value: string | null | undefined, now = Date.now(), sty
 export function windowStart(since: string | null | undefined, now = Date.now()): string | null {
 	const match = /^(\d+)([hd])$/.exec(since ?? "");
 	if (match) return new Date(now - Number(match[1]) * (match[2] === "h" ? 3600000 : 86400000)).toISOString();
-	const at = since ? new Date(since) : null;
+	// (a local "yyyy-MM-dd HH:mm" as typed: the T form every browser parses as local time)
+	const at = since && /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?$|Z$|[+-]\d{2}:?\d{2}$/.test(since.trim()) ? new Date(since.trim().replace(" ", "T")) : null;
 	return at && Number.isFinite(at.getTime()) ? at.toISOString() : null;
 }

@@ -14,13 +14,15 @@ export interface RunsQuery {
 	since?: string;
 }
 
-/** The selects' state (ui>/runsFilter); `custom` is the picker's local `yyyy-MM-ddTHH:mm:ss`. */
+/** The selects' state (ui>/runsFilter); `custom` is the typed local `yyyy-MM-dd HH:mm:ss`. */
 export interface RunsFilter {
 	status: string;
 	trigger: string;
 	pipeline: string;
 	window: string;
 	custom: string;
+	/** false: the typed start is no date and time (not applied). */
+	customValid?: boolean;
 	pipelines: { key: string; text: string }[];
 }
 
@@ -30,8 +32,8 @@ export const DEFAULT_WINDOW = "24h";
 export const STATUSES = ["idle", "failed", "running"];
 
 const pad = (n: number) => String(n).padStart(2, "0");
-/** A time as the picker's local value. */
-const local = (at: Date) => `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+/** A time as the custom field shows it (local). */
+const local = (at: Date) => `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
 
 /** A query value as typed (a hash may keep `%3A` in an ISO time). */
 function decoded(value: string | undefined): string | undefined {
