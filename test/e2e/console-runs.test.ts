@@ -87,6 +87,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1440, height: 900 }, timezoneId: TIME_ZONE, extraHTTPHeaders: { authorization: ADMIN } })
   page = await context.newPage()
   page.on('pageerror', error => problems.push(`page error: ${error.message}`))
+  page.on('response', response => { if (response.status() >= 400) problems.push(`HTTP ${response.status()} ${response.url()}`) })
   page.on('request', request => { if (request.url().includes('/pipeline/PipelineRuns?')) runRequests.push(decodeURIComponent(request.url()).replace(/\+/g, ' ')) })
 }, 180_000)
 
