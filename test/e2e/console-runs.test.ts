@@ -113,6 +113,9 @@ describe('console: runs across pipelines', () => {
     await choose('filterTrigger', 'manual')
     await waitFor(() => decodeURIComponent(page.url()).endsWith('#/runs?trigger=manual'), 'the trigger in the URL')
     await expectRows(where(run => run.trigger === 'manual'), 'trigger manual')
+    // the timeline draws the same filter
+    const manual = where(run => run.trigger === 'manual').map(run => run.ID).sort()
+    await waitFor(async () => JSON.stringify((await bars().evaluateAll(gs => gs.map(g => g.getAttribute('data-run')))).sort()) === JSON.stringify(manual), 'the manual runs in the timeline')
     await page.screenshot({ path: path.join(RESULTS, 'console-runs-filtered.png') })
     await showRuns('#/runs?status=idle&trigger=scheduled', where(run => run.status === 'idle' && run.trigger === 'scheduled'))
     await showRuns('#/runs?pipeline=ServiceContracts', where(run => run.pipeline_name === 'ServiceContracts'))
@@ -226,6 +229,8 @@ describe('console: runs across pipelines', () => {
     const lastRun = row.locator('td .sapMText[title*="Last run"]').last()
     expect(await lastRun.getAttribute('title')).toContain(`(${TIME_ZONE})`)
     expect((await lastRun.innerText()).trim()).toMatch(/ago$|^now$/)
+    await lastRun.hover()
+    await page.screenshot({ path: path.join(RESULTS, 'console-runs-list-relative.png') })
   })
 
   test('the detail\'s run rows link to the run\'s page', async () => {
