@@ -84,6 +84,21 @@ export default class Base extends Controller {
 		return format.dateTime(value);
 	}
 
+	/** "3 minutes ago"; the second part (ui>/lastPoll) only makes the text follow the clock on every poll. */
+	public formatRelative(value: string | null, _tick?: unknown): string {
+		return format.relative(value);
+	}
+
+	/** The absolute time and its time zone: the tooltip of a relative time. */
+	public formatAbsolute(value: string | null): string {
+		return format.absolute(value);
+	}
+
+	/** `#/pipelines/<name>/runs/<ID>`: a run's page. */
+	public formatRunHref(name: string | null, runId: string | null): string {
+		return name && runId ? `#/pipelines/${encodeURIComponent(name)}/runs/${encodeURIComponent(runId)}` : "";
+	}
+
 	public formatLastSync(value: string | null): string {
 		return value ? format.dateTime(value) : this.text("neverRun");
 	}

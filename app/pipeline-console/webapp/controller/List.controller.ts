@@ -10,11 +10,9 @@ import FilterOperator from "sap/ui/model/FilterOperator";
 import { apiError } from "../model/Api";
 import { readable } from "../model/permissions";
 import { POLL_IDLE } from "../model/Poller";
-import DateFormat from "sap/ui/core/format/DateFormat";
+import * as format from "../model/format";
 import Base from "./Base";
 
-const SHORT_TIME = DateFormat.getTimeInstance({ style: "medium" });
-const SHORT_DATE = DateFormat.getDateInstance({ style: "medium" });
 
 /** The fields whose change anywhere (a run started by another client) refreshes the list at once. */
 const WATCHED = "name,status,lastSync,errorCount,currentRun";
@@ -66,17 +64,22 @@ export default class List extends Base {
 		return this.text(anyRunning ? "pollRunning" : "pollIdle", [Math.round((interval || POLL_IDLE) / 1000)]);
 	}
 
-	/** The list's last successful run (the watermark before the service had lastSuccess). */
-	public formatLastSuccess(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
-		return this.formatLastSync(hasField ? lastSuccess : lastSync);
+	/** The list's last successful run (the watermark before the service had lastSuccess), relative: "3 minutes ago". */
+	public formatLastSuccess(lastSuccess: string | null, lastSync: string | null, hasField: boolean, _tick?: unknown): string {
+		const value = hasField ? lastSuccess : lastSync;
+		return value ? format.relative(value) : this.text("neverRun");
 	}
 
-	/** The same, short (time today, else date): under the badges while the detail is open. */
-	public formatLastSuccessShort(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
+	/** The same, short ("3 min. ago"): under the badges while the detail is open. */
+	public formatLastSuccessShort(lastSuccess: string | null, lastSync: string | null, hasField: boolean, _tick?: unknown): string {
 		const value = hasField ? lastSuccess : lastSync;
-		if (!value) return this.text("neverRun");
-		const at = new Date(value);
-		return at.toDateString() === new Date().toDateString() ? SHORT_TIME.format(at) : SHORT_DATE.format(at);
+		return value ? format.relative(value, Date.now(), "narrow") : this.text("neverRun");
+	}
+
+	/** The tooltip of the last run: its absolute time with the time zone, and the watermark. */
+	public formatLastRunTooltip(lastSuccess: string | null, lastSync: string | null, hasField: boolean): string {
+		const value = hasField ? lastSuccess : lastSync;
+		return this.text("lastRunTooltip", [value ? format.absolute(value) : this.text("neverRun"), lastSync ? format.absolute(lastSync) : this.text("neverRun")]);
 	}
 
 	/** Status and last run of every pipeline (a few bytes each): the pipelines changed since the last look. */

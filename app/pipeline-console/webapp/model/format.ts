@@ -45,3 +45,34 @@ export function runRate(start: string | null, end: string | null, created: unkno
 	const rows = Number(created ?? 0) + Number(updated ?? 0) + Number(deleted ?? 0);
 	return number(Math.round(rows / Math.max(ms / 1000, 0.001) * 10) / 10);
 }
+
+/** The time zone dates are shown in (the browser's), named in tooltips next to absolute times. */
+export function timeZone(): string {
+	return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+}
+
+/** An absolute time with its time zone: the tooltip of a relative time. */
+export function absolute(value: string | null | undefined): string {
+	return value ? `${dateTime(value)} (${timeZone()})` : "";
+}
+
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [["day", 86400000], ["hour", 3600000], ["minute", 60000]];
+
+/** "3 minutes ago", "in 2 hours", "now" (`narrow`: "3 min. ago"); relative to `now` (ms). */
+export function relative(value: string | null | undefined, now = Date.now(), style: "long" | "narrow" = "long"): string {
+	if (!value) return "";
+	const ms = new Date(value).getTime() - now;
+	if (!Number.isFinite(ms)) return "";
+	const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: "auto", style });
+	for (const [unit, size] of UNITS) if (Math.abs(ms) >= size) return rtf.format(Math.trunc(ms / size), unit);
+	return rtf.format(0, "second");
+}
+
+/** The start of a runs window: `1h`, `6h`, `24h`, `7d` before `now`, or an ISO time (custom); null: no bound. */
+export function windowStart(since: string | null | undefined, now = Date.now()): string | null {
+	const match = /^(\d+)([hd])$/.exec(since ?? "");
+	if (match) return new Date(now - Number(match[1]) * (match[2] === "h" ? 3600000 : 86400000)).toISOString();
+	// (a local "yyyy-MM-dd HH:mm" as typed: the T form every browser parses as local time)
+	const at = since && /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?$|Z$|[+-]\d{2}:?\d{2}$/.test(since.trim()) ? new Date(since.trim().replace(" ", "T")) : null;
+	return at && Number.isFinite(at.getTime()) ? at.toISOString() : null;
+}
