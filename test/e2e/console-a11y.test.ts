@@ -161,6 +161,14 @@ describe('console accessibility (axe-core, every view)', () => {
     await page.locator(byId('inspectorPage')).waitFor({ state: 'hidden' })
   })
 
+  test('runs across pipelines (#/runs: filters, timeline, table)', async () => {
+    await page.goto(`${demo!.consumer.url}/pipeline-console/#/runs?since=7d`)
+    await page.locator(`${byId('runsTimeline')} .pcGanttRun`).first().waitFor({ timeout: 60_000 })
+    await expectClean('runs-overview')
+    await page.goto(`${demo!.consumer.url}/pipeline-console/`)
+    await page.locator(`${byId('pipelineTable')} tr.sapMLIB`).first().waitFor()
+  })
+
   test('event-driven pipeline: the events section', async () => {
     const { data } = await demo!.api('/pipeline/Pipelines?$select=name,baseConfig')
     const driven = (data.value as Array<{ name: string; baseConfig: string | null }>).find(p => /"events"/.test(p.baseConfig ?? ''))
