@@ -17,7 +17,7 @@ import { EventStats } from './stats.js'
 import { sourceKeys } from './apply.js'
 import { eventTimeOf, handlerHoldsOnlyConnection, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
 import type { ResolvedEvents, ResolvedTopic } from './config.js'
-import { labelOf, messageTenant, slotOf, tenantGone } from './tenant.js'
+import { labelOf, messageTenant, perTenant, slotOf, tenantGone } from './tenant.js'
 
 export { eventsOf, resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
 
@@ -84,7 +84,9 @@ export class EventReplication {
       this.batchers.delete(slotOf(pipeline.name, undefined))
       throw error
     }
-    batcher.notify() // keys stored before a crash or restart (a tenant's: with its next message)
+    // keys stored before a crash or restart; with multitenancy a tenant's wait for its next message,
+    // and the provider's database holds no tracker tables to drain (they live in each tenant's)
+    if (!perTenant()) batcher.notify()
   }
 
   /** The batcher of a pipeline in a tenant (created on its first message), undefined once unsubscribed. */

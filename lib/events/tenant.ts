@@ -8,9 +8,14 @@
 import { contextTenant } from '../engine/tenancy.js'
 import { inTenant, isUnsubscribed, tenancySettings } from '../tenancy/index.js'
 
+/** Whether the engine works per tenant (its multitenancy is active). */
+export function perTenant(): boolean {
+  return tenancySettings().active
+}
+
 /** The tenant of the message being handled, when the engine works per tenant. */
 export function messageTenant(): string | undefined {
-  return tenancySettings().active ? contextTenant() : undefined
+  return perTenant() ? contextTenant() : undefined
 }
 
 /** Whether the tenant unsubscribed in this process (its messages are dropped). */
