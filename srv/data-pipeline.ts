@@ -81,7 +81,10 @@ export default class DataPipelineService extends cds.Service {
   readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
   /** Event-driven replication of the pipelines with `events` (lib/events). */
-  readonly eventReplication = new EventReplication({ prepare: name => this.registry.prepare(name), tracker: this.registry.tracker, dispatch: (event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data) })
+  readonly eventReplication = new EventReplication({
+    prepare: name => this.registry.prepare(name), tracker: this.registry.tracker, dispatch: (event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data),
+    ensureInTenant: (name, tenant) => this.registry.ensureInTenant(name, tenant),
+  })
 
   private settings(): { schedules?: boolean | { minInterval?: number | string } } {
     const options = (this as unknown as { options?: { schedules?: boolean | { minInterval?: number | string } } }).options

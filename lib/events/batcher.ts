@@ -5,6 +5,10 @@
  * them. While a full or delta run holds the guard, the keys wait and the drain tries again after
  * it, so a message arriving during a run is applied after that run. Instances sharing a database
  * share the waiting keys and the guard: whichever instance holds the guard applies them, once.
+ * With multitenancy there is one batcher per pipeline and tenant: every step that touches a
+ * database (take, apply, remove, the guard) runs in the tenant's context, the pauses between them
+ * outside it (an unsubscribe waits for the steps, never for a pause); retries are the batcher's own,
+ * so a tenant whose source fails holds no other tenant back.
  */
 import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
@@ -15,6 +19,7 @@ import { pause, type PendingKeys } from './store.js'
 import type { EventStats } from './stats.js'
 import type { ResolvedEvents } from './config.js'
 import { batchSpan } from './span.js'
+import { labelOf, withinTenant } from './tenant.js'
 
 const LOG = cds.log('data-pipeline|events')
 /** Waits between attempts while a run holds the guard (doubling up to the maximum). */
@@ -33,6 +38,8 @@ export interface BatcherHost {
   dispatch: EventDispatcher
   keys: PendingKeys
   stats: EventStats
+  /** Makes sure the pipeline's tracker row exists in the tenant's database (multitenancy). */
+  ensureInTenant?(name: string, tenant: string): Promise<void>
 }
 
 export class EventBatcher {
@@ -45,7 +52,17 @@ export class EventBatcher {
   private failed = FAILED_FIRST
   private attempts = 0
 
-  constructor(private readonly name: string, private readonly settings: ResolvedEvents, private readonly host: BatcherHost) {}
+  /** How logs name the pipeline (and tenant). */
+  private readonly label: string
+
+  constructor(readonly name: string, private readonly settings: ResolvedEvents, private readonly host: BatcherHost, readonly tenant?: string) {
+    this.label = labelOf(name, tenant)
+  }
+
+  /** Runs a step in the batcher's tenant (its database), or as it is without one. */
+  private within<T>(fn: () => Promise<T>): Promise<T> {
+    return withinTenant(this.tenant, fn)
+  }
 
   /** Keys were stored: drain after the window (a drain under way goes on with them). */
   notify(delay = this.settings.window): void {
@@ -62,7 +79,7 @@ export class EventBatcher {
       this.timer = undefined
       this.draining = this.drain().catch(async error => {
         // the database failed (waiting keys unreadable): try again after a pause, the keys are safe where they are
-        LOG.error(`pipeline '${this.name}': event keys could not be drained: ${(error as Error).message}`)
+        LOG.error(`${this.label}: event keys could not be drained: ${(error as Error).message}`)
         await pause(this.failed)
         this.failed = Math.min(FAILED_MAX, this.failed * 2)
         this.again = true
@@ -97,9 +114,9 @@ export class EventBatcher {
     let busy = BUSY_FIRST
     for (;;) {
       if (this.stopped) return
-      const rows = await this.host.keys.take(this.name, this.settings.maxBatch)
+      const rows = await this.within(() => this.host.keys.take(this.name, this.settings.maxBatch))
       if (!rows.length) return
-      const outcome = await this.applyGuarded(rows)
+      const outcome = await this.within(() => this.applyGuarded(rows))
       if (outcome === 'busy') {
         // a run holds the pipeline: its keys wait for it to end
         await pause(busy)
@@ -110,9 +127,9 @@ export class EventBatcher {
       if (outcome === 'failed') {
         if (++this.attempts >= MAX_ATTEMPTS) {
           // never stuck behind a batch that keeps failing: its keys go, counted as skipped; the scheduled delta run catches their changes
-          LOG.error(`pipeline '${this.name}': an event batch of ${rows.length} keys failed ${this.attempts} times; its keys are dropped (counted as skipped), the next delta run catches their changes`)
-          await this.host.keys.remove(this.name, rows).catch(e => LOG.error(`pipeline '${this.name}': could not drop the failed keys: ${(e as Error).message}`))
-          this.host.stats.applied(this.name, 0, rows.length, [])
+          LOG.error(`${this.label}: an event batch of ${rows.length} keys failed ${this.attempts} times; its keys are dropped (counted as skipped), the next delta run catches their changes`)
+          await this.within(() => this.host.keys.remove(this.name, rows)).catch(e => LOG.error(`${this.label}: could not drop the failed keys: ${(e as Error).message}`))
+          this.host.stats.applied(this.name, 0, rows.length, [], this.tenant)
           this.reset()
           continue
         }
@@ -130,6 +147,8 @@ export class EventBatcher {
   private async applyGuarded(rows: Awaited<ReturnType<PendingKeys['take']>>): Promise<'applied' | 'busy' | 'failed'> {
     const { tracker, keys, stats } = this.host
     const batchId = randomUUID()
+    // the tenant's tracker row is written on first use there
+    if (this.tenant !== undefined) await this.host.ensureInTenant?.(this.name, this.tenant)
     const before = await tracker.read(this.name)
     let prepared: PreparedPipeline
     try {
@@ -137,7 +156,7 @@ export class EventBatcher {
       await tracker.acquire(this.name, batchId, prepared.pipeline.leaseDuration)
     } catch (error) {
       if ((error as { code?: string }).code === 'PIPELINE_RUNNING') return 'busy'
-      LOG.error(`pipeline '${this.name}': event batch not applied: ${(error as Error).message}`)
+      LOG.error(`${this.label}: event batch not applied: ${(error as Error).message}`)
       return 'failed'
     }
     const span = batchSpan(this.name, rows.length)
@@ -146,23 +165,23 @@ export class EventBatcher {
       if (before?.enabled === false) {
         // a disabled pipeline writes nothing: its keys are dropped and counted as skipped
         await keys.remove(this.name, rows)
-        stats.applied(this.name, 0, rows.length, [])
+        stats.applied(this.name, 0, rows.length, [], this.tenant)
         span.end({ skipped: rows.length })
         return 'applied'
       }
       const outcome = await applyBatch(prepared, rows, batchId, this.host.dispatch, tx => keys.remove(this.name, rows, tx))
       const now = Date.now()
-      stats.applied(this.name, outcome.applied, outcome.skipped, rows.map(r => now - Date.parse(r.eventTime)))
+      stats.applied(this.name, outcome.applied, outcome.skipped, rows.map(r => now - Date.parse(r.eventTime)), this.tenant)
       span.end({ applied: outcome.applied, skipped: outcome.skipped, created: outcome.statistics.created, updated: outcome.statistics.updated, deleted: outcome.statistics.deleted })
-      if (LOG._debug) LOG.debug(`pipeline '${this.name}': event batch of ${rows.length} keys applied`, outcome.statistics)
+      if (LOG._debug) LOG.debug(`${this.label}: event batch of ${rows.length} keys applied`, outcome.statistics)
       return 'applied'
     } catch (error) {
-      const failure = describeError(error, `pipeline '${this.name}'`)
-      LOG.error(`pipeline '${this.name}': event batch of ${rows.length} keys failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
+      const failure = describeError(error, this.label)
+      LOG.error(`${this.label}: event batch of ${rows.length} keys failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
       span.fail(failure.message)
       return 'failed'
     } finally {
-      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`pipeline '${this.name}': event batch could not release the guard: ${(e as Error).message}`))
+      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`${this.label}: event batch could not release the guard: ${(e as Error).message}`))
     }
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Event-driven replication (README "Event-driven replication"): per pipeline with `events`, the
  * subscriptions (subscribe.ts), the waiting keys (store.ts), the coalescing drain (batcher.ts)
- * and the statistics (stats.ts). The engine service owns one instance.
+ * and the statistics (stats.ts). The engine service owns one instance. With multitenancy a
+ * message is applied in its tenant's database (tenant.ts): one batcher per pipeline and tenant.
  */
 import cds from '@sap/cds'
 import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
@@ -16,6 +17,7 @@ import { EventStats } from './stats.js'
 import { sourceKeys } from './apply.js'
 import { eventTimeOf, handlerHoldsOnlyConnection, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
 import type { ResolvedEvents, ResolvedTopic } from './config.js'
+import { labelOf, messageTenant, perTenant, slotOf, tenantGone } from './tenant.js'
 
 export { eventsOf, resolveEvents, type EventsConfig, type EventsInput, type EventTopicConfig, type ResolvedEvents } from './config.js'
 
@@ -25,11 +27,20 @@ export interface EventsHost {
   prepare(name: string): Promise<PreparedPipeline>
   tracker: Tracker
   dispatch: EventDispatcher
+  /** Makes sure the pipeline's tracker row exists in the tenant's database (multitenancy). */
+  ensureInTenant?(name: string, tenant: string): Promise<void>
+}
+
+/** A pipeline's subscription: what its batchers (one per tenant) share. */
+interface Subscription {
+  events: ResolvedEvents
 }
 
 export class EventReplication {
   readonly keys = new PendingKeys()
   readonly stats = new EventStats()
+  private readonly subscriptions = new Map<string, Subscription>()
+  /** Per pipeline and tenant (tenant.ts slotOf); the provider's (or a single-tenant app's) without tenant. */
   private readonly batchers = new Map<string, EventBatcher>()
 
   constructor(private readonly host: EventsHost) {}
@@ -54,7 +65,7 @@ export class EventReplication {
 
   /** Subscribes a pipeline with `events` (once per pipeline) and drains keys a previous process left. */
   async subscribe(pipeline: ResolvedPipeline, events: ResolvedEvents): Promise<void> {
-    if (this.batchers.has(pipeline.name)) return
+    if (this.subscriptions.has(pipeline.name)) return
     const prepared = await this.host.prepare(pipeline.name)
     const keys = sourceKeys(prepared)
     const entity = prepared.source.entityDefinition()?.name ?? qualified(pipeline)
@@ -62,30 +73,49 @@ export class EventReplication {
     const paths = new Map(topics.map((topic, i) => [topic, keyPaths(topic, events.topics ? i : undefined, keys)]))
     if (topics.some(t => t.action === 'upsert') && !readsByKey(prepared.source))
       throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
-    const batcher = new EventBatcher(pipeline.name, events, { ...this.host, keys: this.keys, stats: this.stats })
-    this.batchers.set(pipeline.name, batcher)
+    this.subscriptions.set(pipeline.name, { events })
+    const batcher = this.batcher(pipeline.name, undefined)!
     let inHandlerTransaction = false
     try {
       const srv = await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message, inHandlerTransaction))
       inHandlerTransaction = handlerHoldsOnlyConnection(srv)
     } catch (error) {
-      this.batchers.delete(pipeline.name)
+      this.subscriptions.delete(pipeline.name)
+      this.batchers.delete(slotOf(pipeline.name, undefined))
       throw error
     }
-    batcher.notify() // keys stored before a crash or restart
+    // keys stored before a crash or restart; with multitenancy a tenant's wait for its next message,
+    // and the provider's database holds no tracker tables to drain (they live in each tenant's)
+    if (!perTenant()) batcher.notify()
+  }
+
+  /** The batcher of a pipeline in a tenant (created on its first message), undefined once unsubscribed. */
+  private batcher(name: string, tenant: string | undefined): EventBatcher | undefined {
+    const subscription = this.subscriptions.get(name)
+    if (!subscription) return undefined
+    const slot = slotOf(name, tenant)
+    let batcher = this.batchers.get(slot)
+    if (!batcher) this.batchers.set(slot, batcher = new EventBatcher(name, subscription.events, { ...this.host, keys: this.keys, stats: this.stats }, tenant))
+    return batcher
   }
 
   private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage, inHandlerTransaction: boolean): Promise<void> {
-    const batcher = this.batchers.get(name)
+    // CAP runs the handler in the message's tenant: its keys go to that tenant's database
+    const tenant = messageTenant()
+    if (tenantGone(tenant)) {
+      LOG.warn(`${labelOf(name, tenant)}: a message of '${topic.topic}' arrived after the tenant unsubscribed; dropped`)
+      return
+    }
+    const batcher = this.batcher(name, tenant)
     if (!batcher) return
     const { keys, unnamed } = keysOf(message, topic, paths)
     const eventTime = eventTimeOf(message)
     if (unnamed) {
-      LOG.warn(`pipeline '${name}': a message of '${topic.topic}' names no complete key (${Object.values(paths).join(', ')}); skipped`)
-      this.stats.applied(name, 0, unnamed, [])
+      LOG.warn(`${labelOf(name, tenant)}: a message of '${topic.topic}' names no complete key (${Object.values(paths).join(', ')}); skipped`)
+      this.stats.applied(name, 0, unnamed, [], tenant)
     }
-    this.stats.received(name, keys.length + unnamed, eventTime)
-    await this.keys.put(name, keys, eventTime, inHandlerTransaction)
+    this.stats.received(name, keys.length + unnamed, eventTime, tenant)
+    await this.keys.put(name, keys, eventTime, inHandlerTransaction, tenant)
     batcher.notify()
     if (!inHandlerTransaction) return // put() resolved after its own commit: the keys are visible
     // written in the handler's transaction: visible to a drain once it has committed, so another
@@ -94,10 +124,25 @@ export class EventReplication {
     if (typeof context?.on === 'function') context.on('succeeded', () => batcher.notify())
   }
 
-  /** Resolves once the pipeline's (or every pipeline's) waiting keys are applied and the statistics written. */
+  /** Resolves once the pipeline's (or every pipeline's) waiting keys are applied (in every tenant) and the statistics written. */
   async idle(name?: string): Promise<void> {
-    for (const [each, batcher] of this.batchers) if (!name || each === name) await batcher.idle()
+    for (const batcher of this.batchers.values()) if (!name || batcher.name === name) await batcher.idle()
     await this.stats.flush()
+  }
+
+  /**
+   * The tenant unsubscribes (lib/tenancy hooks): its batchers stop, its keys not yet written and
+   * its counts go; messages arriving for it from now on are dropped with a warning. A drain step
+   * under way ends first (it runs in the tenant's context, which the unsubscribe waits for).
+   */
+  stopTenant(tenant: string): void {
+    for (const [slot, batcher] of this.batchers) {
+      if (batcher.tenant !== tenant) continue
+      batcher.stop()
+      this.batchers.delete(slot)
+    }
+    this.keys.dropTenant(tenant)
+    this.stats.dropTenant(tenant)
   }
 
   stop(): void {

@@ -3,11 +3,14 @@
  * keys applied and skipped, the lag from the message's time to the replica write (p50/p95 over
  * the last hour) and the last event, as one `PipelineEventStats` row per pipeline and minute.
  * Counts add up in memory and reach the row at most once a second, so a burst of messages costs
- * a few statements, not one per message; rows older than a day are removed.
+ * a few statements, not one per message; rows older than a day are removed. With multitenancy,
+ * a tenant's counts are its own and reach its own database (`tenant`); the provider's (or a
+ * single-tenant app's) have no tenant.
  */
 import cds from '@sap/cds'
 import { TRACKER_NAMESPACE } from '../constants.js'
 import { connect, ql } from '../model/ql.js'
+import { labelOf, slotOf, withinTenant } from './tenant.js'
 
 export const EVENT_STATS_ENTITY = `${TRACKER_NAMESPACE}.PipelineEventStats` as const
 const LOG = cds.log('data-pipeline|events')
@@ -17,40 +20,42 @@ const KEEP = 24 * HOUR
 const SAMPLES = 2000
 const FLUSH_EVERY = 1000
 
-interface Pending { received: number; applied: number; skipped: number; lastEvent?: string }
+interface Pending { pipeline: string; tenant?: string; received: number; applied: number; skipped: number; lastEvent?: string }
 
 export class EventStats {
+  /** Per pipeline and tenant (tenant.ts slotOf). */
   private readonly pending = new Map<string, Pending>()
-  /** Per pipeline: [when written, lag ms], oldest first. */
+  /** Per pipeline and tenant: [when written, lag ms], oldest first. */
   private readonly lags = new Map<string, Array<[number, number]>>()
   private timer?: NodeJS.Timeout
   private writing: Promise<void> = Promise.resolve()
   private stopped = false
 
-  received(pipeline: string, count: number, eventTime: string): void {
-    const slot = this.slot(pipeline)
+  received(pipeline: string, count: number, eventTime: string, tenant?: string): void {
+    const slot = this.slot(pipeline, tenant)
     slot.received += count
     if (!slot.lastEvent || eventTime > slot.lastEvent) slot.lastEvent = eventTime
     this.schedule()
   }
 
   /** A micro-batch was written: its keys, those set aside, and the lag of each applied key. */
-  applied(pipeline: string, applied: number, skipped: number, lags: number[]): void {
-    const slot = this.slot(pipeline)
+  applied(pipeline: string, applied: number, skipped: number, lags: number[], tenant?: string): void {
+    const slot = this.slot(pipeline, tenant)
     slot.applied += applied
     slot.skipped += skipped
     const now = Date.now()
-    const samples = this.lags.get(pipeline) ?? []
+    const key = slotOf(pipeline, tenant)
+    const samples = this.lags.get(key) ?? []
     for (const lag of lags) samples.push([now, Math.max(0, Math.round(lag))])
     while (samples.length > SAMPLES || (samples.length && samples[0][0] < now - HOUR)) samples.shift()
-    this.lags.set(pipeline, samples)
+    this.lags.set(key, samples)
     this.schedule()
   }
 
   /** p50 and p95 of the lags of the last hour (ms), undefined without samples. */
-  percentiles(pipeline: string): { p50: number; p95: number } | undefined {
+  percentiles(pipeline: string, tenant?: string): { p50: number; p95: number } | undefined {
     const since = Date.now() - HOUR
-    const values = (this.lags.get(pipeline) ?? []).filter(([at]) => at >= since).map(([, lag]) => lag).sort((a, b) => a - b)
+    const values = (this.lags.get(slotOf(pipeline, tenant)) ?? []).filter(([at]) => at >= since).map(([, lag]) => lag).sort((a, b) => a - b)
     if (!values.length) return undefined
     const at = (q: number) => values[Math.min(values.length - 1, Math.ceil(q * values.length) - 1)]
     return { p50: at(0.5), p95: at(0.95) }
@@ -71,9 +76,16 @@ export class EventStats {
     this.stopped = true
   }
 
-  private slot(pipeline: string): Pending {
-    let slot = this.pending.get(pipeline)
-    if (!slot) this.pending.set(pipeline, slot = { received: 0, applied: 0, skipped: 0 })
+  /** The tenant unsubscribed: its counts not yet written and its lags go (its database goes). */
+  dropTenant(tenant: string): void {
+    for (const [key, slot] of this.pending) if (slot.tenant === tenant) this.pending.delete(key)
+    for (const key of this.lags.keys()) if (key.startsWith(`${tenant}\u0000`)) this.lags.delete(key)
+  }
+
+  private slot(pipeline: string, tenant: string | undefined): Pending {
+    const key = slotOf(pipeline, tenant)
+    let slot = this.pending.get(key)
+    if (!slot) this.pending.set(key, slot = { pipeline, tenant, received: 0, applied: 0, skipped: 0 })
     return slot
   }
 
@@ -84,32 +96,43 @@ export class EventStats {
   }
 
   private async write(): Promise<void> {
-    const entries = [...this.pending.entries()]
+    const entries = [...this.pending.values()]
     this.pending.clear()
     if (!entries.length) return
     const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000).toISOString()
+    // one tenant's database failing loses its counts of this second only, never another tenant's
+    const failed: unknown[] = []
+    for (const counts of entries) {
+      await withinTenant(counts.tenant, () => this.writeRow(counts, minute)).catch(error => {
+        if (counts.tenant === undefined) failed.push(error)
+        else LOG.warn(`${labelOf(counts.pipeline, counts.tenant)}: event statistics not written: ${(error as Error).message}`)
+      })
+    }
+    if (failed.length) throw failed[0]
+  }
+
+  private async writeRow(counts: Pending, minute: string): Promise<void> {
+    const { pipeline } = counts
     const db = await connect('db')
-    for (const [pipeline, counts] of entries) {
-      const lag = this.percentiles(pipeline)
-      const set = {
-        received: { '+=': counts.received }, applied: { '+=': counts.applied }, skipped: { '+=': counts.skipped },
-        ...(lag ? { lagP50: lag.p50, lagP95: lag.p95 } : {}), ...(counts.lastEvent ? { lastEvent: counts.lastEvent } : {}),
-      }
-      const update = () => db.tx(async tx => Number(await tx.run(ql.UPDATE.entity(EVENT_STATS_ENTITY).set(set).where({ pipeline, minute }))) > 0)
-      if (await update()) continue
-      try {
-        await db.tx(async tx => {
-          await tx.run(ql.INSERT.into(EVENT_STATS_ENTITY).entries([{
-            pipeline, minute, received: counts.received, applied: counts.applied, skipped: counts.skipped,
-            lagP50: lag?.p50 ?? null, lagP95: lag?.p95 ?? null, lastEvent: counts.lastEvent ?? null,
-          }]))
-          // a new minute: the day-old rows go (the table stays bounded)
-          await tx.run(ql.DELETE.from(EVENT_STATS_ENTITY).where({ pipeline, minute: { '<': new Date(Date.now() - KEEP).toISOString() } }))
-        })
-      } catch (error) {
-        // another instance inserted the minute's row first: add to it
-        if (!(await update())) throw error
-      }
+    const lag = this.percentiles(pipeline, counts.tenant)
+    const set = {
+      received: { '+=': counts.received }, applied: { '+=': counts.applied }, skipped: { '+=': counts.skipped },
+      ...(lag ? { lagP50: lag.p50, lagP95: lag.p95 } : {}), ...(counts.lastEvent ? { lastEvent: counts.lastEvent } : {}),
+    }
+    const update = () => db.tx(async tx => Number(await tx.run(ql.UPDATE.entity(EVENT_STATS_ENTITY).set(set).where({ pipeline, minute }))) > 0)
+    if (await update()) return
+    try {
+      await db.tx(async tx => {
+        await tx.run(ql.INSERT.into(EVENT_STATS_ENTITY).entries([{
+          pipeline, minute, received: counts.received, applied: counts.applied, skipped: counts.skipped,
+          lagP50: lag?.p50 ?? null, lagP95: lag?.p95 ?? null, lastEvent: counts.lastEvent ?? null,
+        }]))
+        // a new minute: the day-old rows go (the table stays bounded)
+        await tx.run(ql.DELETE.from(EVENT_STATS_ENTITY).where({ pipeline, minute: { '<': new Date(Date.now() - KEEP).toISOString() } }))
+      })
+    } catch (error) {
+      // another instance inserted the minute's row first: add to it
+      if (!(await update())) throw error
     }
   }
 }

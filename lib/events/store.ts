@@ -10,6 +10,7 @@ import { TRACKER_NAMESPACE } from '../constants.js'
 import { connect, ql } from '../model/ql.js'
 import { chunk } from '../federation/delegate/keys.js'
 import type { EventAction } from './config.js'
+import { labelOf, slotOf, withinTenant } from './tenant.js'
 
 const LOG = cds.log('data-pipeline|events')
 
@@ -25,6 +26,9 @@ export interface PendingKey {
 }
 
 interface Waiting {
+  pipeline: string
+  /** Whose database the keys go to (multitenancy); undefined: the provider's (or the only) one. */
+  tenant?: string
   rows: Map<string, PendingKey>
   settled: Array<{ resolve: () => void; reject: (error: unknown) => void }>
 }
@@ -46,9 +50,9 @@ export const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, 
 const ordered = (rows: Iterable<PendingKey>) => [...rows].sort((a, b) => (a.recordKey < b.recordKey ? -1 : a.recordKey > b.recordKey ? 1 : 0))
 
 export class PendingKeys {
-  /** Keys not yet written, per pipeline (written by the pipeline's next write). */
+  /** Keys not yet written, per pipeline and tenant (written by its next write). */
   private readonly waiting = new Map<string, Waiting>()
-  /** The write under way per pipeline: at most one at a time, keys arriving meanwhile gather for the next. */
+  /** The write under way per pipeline and tenant: at most one at a time, keys arriving meanwhile gather for the next. */
   private readonly writing = new Map<string, Promise<void>>()
 
   /**
@@ -60,8 +64,10 @@ export class PendingKeys {
    * written in the handler's own transaction instead, where CAP's inbox runs the handler inside
    * the transaction holding the task and that transaction holds the only connection (cds 9's
    * legacy locking on SQLite); the task then leaves the inbox together with the stored keys.
+   * `tenant`: the keys go to that tenant's database, gathered and written apart from any other
+   * tenant's (a tenant whose database fails holds no other back).
    */
-  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false): Promise<void> {
+  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false, tenant?: string): Promise<void> {
     if (!keys.length) return
     const rows = keys.map(({ key, action, payload }): PendingKey => ({
       pipeline, recordKey: JSON.stringify(key), action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime, version: randomUUID(),
@@ -71,15 +77,29 @@ export class PendingKeys {
       await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(ordered(new Map(rows.map(row => [row.recordKey, row])).values())))
       return
     }
-    let waiting = this.waiting.get(pipeline)
+    const slot = slotOf(pipeline, tenant)
+    let waiting = this.waiting.get(slot)
     if (!waiting) {
-      waiting = { rows: new Map(), settled: [] }
-      this.waiting.set(pipeline, waiting)
-      if (!this.writing.has(pipeline)) this.schedule(pipeline)
+      waiting = { pipeline, tenant, rows: new Map(), settled: [] }
+      this.waiting.set(slot, waiting)
+      if (!this.writing.has(slot)) this.schedule(slot)
     }
     for (const row of rows) waiting.rows.set(row.recordKey, row)
-    const slot = waiting
-    return new Promise((resolve, reject) => slot.settled.push({ resolve, reject }))
+    const gathered = waiting
+    return new Promise((resolve, reject) => gathered.settled.push({ resolve, reject }))
+  }
+
+  /**
+   * The tenant unsubscribed: its keys not yet written are dropped (its database goes); their
+   * messages end as handled, with a warning, since no retry could write them anywhere.
+   */
+  dropTenant(tenant: string): void {
+    for (const [slot, waiting] of this.waiting) {
+      if (waiting.tenant !== tenant) continue
+      this.waiting.delete(slot)
+      LOG.warn(`${labelOf(waiting.pipeline, tenant)}: the tenant unsubscribed; ${waiting.rows.size} event keys not stored are dropped`)
+      for (const each of waiting.settled) each.resolve()
+    }
   }
 
   /**
@@ -87,33 +107,43 @@ export class PendingKeys {
    * turn of the event loop was one commit per message at a steady stream (Redis hands messages over
    * one by one), and a commit of a file SQLite blocks the process for its fsync.
    */
-  private schedule(pipeline: string): void {
+  private schedule(slot: string): void {
     const done = new Promise<void>(resolve => setTimeout(resolve, GATHER))
-      .then(() => this.write(pipeline))
+      .then(() => this.write(slot))
       .finally(() => {
-        this.writing.delete(pipeline)
-        if (this.waiting.has(pipeline)) this.schedule(pipeline)
+        this.writing.delete(slot)
+        if (this.waiting.has(slot)) this.schedule(slot)
       })
-    this.writing.set(pipeline, done)
+    this.writing.set(slot, done)
   }
 
-  private async write(pipeline: string): Promise<void> {
-    const waiting = this.waiting.get(pipeline)
+  private async write(slot: string): Promise<void> {
+    const waiting = this.waiting.get(slot)
     if (!waiting) return
-    this.waiting.delete(pipeline)
+    this.waiting.delete(slot)
+    const { pipeline, tenant } = waiting
     const entries = ordered(waiting.rows.values())
     for (let attempt = 1, wait = WRITE_PAUSE; ; attempt++, wait *= 2) {
       try {
-        const db = await connect('db')
-        await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(entries)))
+        // in the tenant's own context: CAP opens the transaction on that tenant's database
+        await withinTenant(tenant, async () => {
+          const db = await connect('db')
+          await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(entries)))
+        })
         for (const each of waiting.settled) each.resolve()
         return
       } catch (error) {
+        if ((error as { code?: string }).code === 'UNKNOWN_TENANT') {
+          // unsubscribed meanwhile: nowhere to write them, and no retry changes that
+          LOG.warn(`${labelOf(pipeline, tenant)}: the tenant unsubscribed; ${entries.length} event keys not stored are dropped`)
+          for (const each of waiting.settled) each.resolve()
+          return
+        }
         if (attempt >= WRITE_ATTEMPTS) {
           for (const each of waiting.settled) each.reject(error)
           return
         }
-        LOG.warn(`pipeline '${pipeline}': ${entries.length} event keys not stored (${(error as Error).message}); trying again`)
+        LOG.warn(`${labelOf(pipeline, tenant)}: ${entries.length} event keys not stored (${(error as Error).message}); trying again`)
         await pause(wait)
       }
     }

@@ -10,7 +10,8 @@
  * - upgrade: the tenant's database may have been recreated (SQLite and HANA redeploy by
  *   drop-create without schema evolution): tracker rows and tasks are written again, and a
  *   watermark whose target table is empty is reset, so the next run reads everything.
- * - unsubscribe: its queued tasks and timers end; with `flushOnUnsubscribe` its entity cache
+ * - unsubscribe: its queued tasks and timers end, its event batchers stop (its messages are
+ *   dropped from then on, with a warning); with `flushOnUnsubscribe` its entity cache
  *   (file and connection) and its delegate response cache entries are dropped, so a later
  *   subscribe of the same tenant starts clean.
  */
@@ -116,7 +117,9 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
  * is marked unsubscribed) — one still running would open the deleted database again.
  */
 export async function beforeUnsubscribe(tenant: string): Promise<void> {
-  const { registry } = await engine()
+  const { registry, eventReplication } = await engine()
+  // its event batchers stop before the wait: a step under way ends, no new one starts
+  eventReplication.stopTenant(tenant)
   // first: removing the tasks writes to the tenant's database, in the request's transaction, whose
   // lock a run underway would then wait for
   if (!(await tenantWorkEnded(tenant, MULTITENANCY.unsubscribeDrain)))

@@ -12,7 +12,7 @@ import { inTenant } from './context.js'
 
 export { tenancySettings, tenantOverrides, technicalTenant, assertTenantMayOverride, type TenancySettings } from './settings.js'
 export { subscribedTenants } from './tenants.js'
-export { inTenant } from './context.js'
+export { inTenant, isUnsubscribed } from './context.js'
 export { onSubscribe, onUpgrade, onUnsubscribe, syncTenant } from './hooks.js'
 
 let registered = false
