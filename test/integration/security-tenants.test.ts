@@ -183,7 +183,7 @@ describe("the provider's operator: a view across tenants and per-tenant fan-out 
     const rows = body.value as Array<Record<string, any>>
     expect([...new Set(rows.map(r => r.tenant))].sort()).toEqual(['t1', 't2', 't3'])
     for (const tenant of ['t1', 't2', 't3'])
-      expect(rows.filter(r => r.tenant === tenant).map(r => r.pipeline).sort()).toEqual(['mtx.Books', 'nightly', 'ticker'])
+      expect(rows.filter(r => r.tenant === tenant).map(r => r.pipeline).sort()).toEqual(['mtx.Books', 'mtx.FollowedBooks', 'nightly', 'ticker'])
     const t3 = rows.find(r => r.tenant === 't3' && r.pipeline === 'ticker')!
     expect(t3).toMatchObject({ lastRunStatus: 'failed', freshness: expect.any(String) })
     expect(t3.lastError).toContain('ticker fails on purpose in tenant t3')
@@ -201,7 +201,7 @@ describe("the provider's operator: a view across tenants and per-tenant fan-out 
       const { status, body } = await call('ops', 'GET', '/pipeline/tenantsOverview()')
       expect(status, JSON.stringify(body)).toBe(200)
       const rows = body.value as Array<Record<string, any>>
-      expect(rows.filter(r => r.tenant === 't1')).toHaveLength(3)
+      expect(rows.filter(r => r.tenant === 't1')).toHaveLength(4)
       const broken = rows.filter(r => r.tenant === 'ghost')
       expect(broken).toHaveLength(1)
       expect(broken[0]).toMatchObject({ pipeline: null, error: expect.stringContaining("tenant 'ghost'") })
