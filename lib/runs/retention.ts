@@ -43,7 +43,7 @@ export function pruneAfterRun(pipeline: string): Promise<void> {
   lastPruned.set(key, Date.now())
   underway.add(key)
   const work = pruneRuns(pipeline, settings).then(
-    deleted => { if (deleted) LOG.info(`pipeline '${pipeline}': ${deleted} runs pruned (retention.runs)`) },
+    deleted => { if (deleted) LOG.info(`pipeline '${pipeline}': ${deleted} run${deleted === 1 ? '' : 's'} pruned (retention.runs)`) },
     error => { LOG.warn(`runs of pipeline '${pipeline}' not pruned: ${(error as { code?: string }).code ?? (error as Error).message}`) },
   ).finally(() => underway.delete(key))
   // an unsubscribe waits for it before the tenant's database goes
