@@ -13,7 +13,7 @@ import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
 import { ProgressMeter } from './progress-meter.js'
-import { RunEventWriter, RunRecorder, pruneAfterRun, runEventsSettings } from '../runs/index.js'
+import { RunEventWriter, RunRecorder, runEventsSettings } from '../runs/index.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
 import { serializable } from './config.js'
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
@@ -177,11 +177,7 @@ export class PipelineRun {
 
   /** Executes the run after `begin()`; never throws: failures are recorded and reported. */
   execute(): Promise<RunOutcome> {
-    const execution = this.recorder.within(() => this.run())
-    // run retention once the run ended, in its context (its tenant): never delays or fails the outcome
-    const prune = () => { void pruneAfterRun(this.name) }
-    void execution.then(prune, prune)
-    return execution
+    return this.recorder.within(() => this.run())
   }
 
   private async run(): Promise<RunOutcome> {

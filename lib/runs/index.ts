@@ -1,15 +1,10 @@
-/**
- * Run events and failure location (README "Run events"): the recorder, its settings and its writer;
- * run retention (README "Run retention"): pruning a pipeline's runs after a run ended.
- */
+/** Run events and failure location (README "Run events"): the recorder, its settings and its writer. */
 import cds from '@sap/cds'
 import { LOGGER } from '../constants.js'
 import type { RunRecorder } from './recorder.js'
 
 export { RunRecorder, currentRun, elapsed } from './recorder.js'
 export { runEventsSettings, RUN_EVENTS_DEFAULT_MAX, type RunEventsSettings } from './settings.js'
-export { runRetentionSettings, registerRetentionCheck, RETENTION_DEFAULTS, type RunRetentionSettings } from './retention-settings.js'
-export { pruneAfterRun, pruneRuns } from './retention.js'
 export { RUN_EVENT_KINDS, type RunEvent, type RunEventKind, type RunPhase } from './log.js'
 
 const LOG = cds.log(LOGGER.engine)

@@ -149,16 +149,6 @@ describe('run retention', () => {
     ids.push((await run('retention-off')).runId)
     await runsBecome('retention-off', ids.slice(3))
   })
-
-  test('the defaults keep the runs of a young pipeline', async () => {
-    await ctx.provider.control.seed({ from: 1, count: 2, modifiedAt: T0 })
-    await pipeline('retention-default')
-    const ids = [(await run('retention-default')).runId, (await run('retention-default')).runId]
-    // a third run with a limit below the defaults' shows the pruning after the first two had its chance
-    settings().retention = { runs: { maxCount: 2, interval: EVERY_RUN } }
-    ids.push((await run('retention-default')).runId)
-    await runsBecome('retention-default', ids.slice(1))
-  })
 })
 
 describe('retention settings', () => {

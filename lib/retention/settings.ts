@@ -63,7 +63,3 @@ function durationOf(value: unknown, key: string): number {
   return parseDuration(value, key)
 }
 
-/** Checks the setting once the app serves: an invalid one stops the app, naming the key, before any run. */
-export function registerRetentionCheck(): void {
-  cds.on('served', () => { runRetentionSettings() })
-}

@@ -11,7 +11,8 @@ import { LOGGER, RUNS_ENTITY } from '../constants.js'
 import { connect, ql, type QueryRunner } from '../model/ql.js'
 import { contextTenant, tenantKey } from '../engine/tenancy.js'
 import { trackTenantWork } from '../engine/tenant-work.js'
-import { runRetentionSettings, type RunRetentionSettings } from './retention-settings.js'
+import { detached } from '../engine/registry/background.js'
+import { runRetentionSettings, type RunRetentionSettings } from './settings.js'
 
 const LOG = cds.log(LOGGER.retention)
 
@@ -42,7 +43,8 @@ export function pruneAfterRun(pipeline: string): Promise<void> {
   if (underway.has(key) || (last !== undefined && Date.now() - last < settings.interval)) return Promise.resolve()
   lastPruned.set(key, Date.now())
   underway.add(key)
-  const work = pruneRuns(pipeline, settings).then(
+  // in a context of its own (the run's tenant, no transaction of the caller's)
+  const work = detached(() => pruneRuns(pipeline, settings!), contextTenant()).then(
     deleted => { if (deleted) LOG.info(`pipeline '${pipeline}': ${deleted} run${deleted === 1 ? '' : 's'} pruned (retention.runs)`) },
     error => { LOG.warn(`runs of pipeline '${pipeline}' not pruned: ${(error as { code?: string }).code ?? (error as Error).message}`) },
   ).finally(() => underway.delete(key))
