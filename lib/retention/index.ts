@@ -6,7 +6,7 @@
  */
 import cds from '@sap/cds'
 import { EVENTS, SERVICE_NAME } from '../constants.js'
-import { pruneAfterRun } from './prune.js'
+import { pruneAfterRun, stopPruning } from './prune.js'
 import { runRetentionSettings } from './settings.js'
 
 export { runRetentionSettings, RETENTION_DEFAULTS, type RunRetentionSettings } from './settings.js'
@@ -22,6 +22,7 @@ const observed = new WeakSet<object>()
 /** Checks the setting once the app serves (an invalid one stops it, naming the key) and prunes after every run. */
 export function registerRunRetention(): void {
   cds.on('served', () => { runRetentionSettings() })
+  cds.once('shutdown', () => stopPruning())
   cds.on('connect', (srv: EngineService) => {
     if (srv.name !== SERVICE_NAME || observed.has(srv) || typeof srv.observe !== 'function') return
     observed.add(srv)

@@ -24,6 +24,13 @@ const MAX_CHUNKS = 20
 /** When this process last pruned a pipeline (by tenant and name), and the prunes underway. */
 const lastPruned = new Map<string, number>()
 const underway = new Set<string>()
+/** The app shuts down: no new prunes or chunks (its database may already be closed). */
+let stopped = false
+
+/** Called once the app shuts down. */
+export function stopPruning(): void {
+  stopped = true
+}
 
 /**
  * Prunes the pipeline's runs unless this process did so within `retention.runs.interval`;
@@ -37,7 +44,7 @@ export function pruneAfterRun(pipeline: string): Promise<void> {
     LOG.warn(`runs of pipeline '${pipeline}' not pruned: ${(error as Error).message}`)
     return Promise.resolve()
   }
-  if (!settings || (settings.maxAge === undefined && settings.maxCount === undefined)) return Promise.resolve()
+  if (stopped || !settings || (settings.maxAge === undefined && settings.maxCount === undefined)) return Promise.resolve()
   const key = tenantKey(pipeline)
   const last = lastPruned.get(key)
   if (underway.has(key) || (last !== undefined && Date.now() - last < settings.interval)) return Promise.resolve()
@@ -46,7 +53,11 @@ export function pruneAfterRun(pipeline: string): Promise<void> {
   // in a context of its own (the run's tenant, no transaction of the caller's)
   const work = detached(() => pruneRuns(pipeline, settings!), contextTenant()).then(
     deleted => { if (deleted) LOG.info(`pipeline '${pipeline}': ${deleted} run${deleted === 1 ? '' : 's'} pruned (retention.runs)`) },
-    error => { LOG.warn(`runs of pipeline '${pipeline}' not pruned: ${(error as { code?: string }).code ?? (error as Error).message}`) },
+    error => {
+      // the database's message stays out of the log (it may quote the statement); the next prune tries again
+      if (stopped) LOG.debug(`runs of pipeline '${pipeline}' not pruned: the app shuts down`)
+      else LOG.warn(`runs of pipeline '${pipeline}' not pruned: ${(error as { code?: string }).code ?? (error as Error).name}; the next prune after a run tries again`)
+    },
   ).finally(() => underway.delete(key))
   // an unsubscribe waits for it before the tenant's database goes
   return trackTenantWork(contextTenant(), work)
@@ -59,7 +70,7 @@ export async function pruneRuns(pipeline: string, settings: Pick<RunRetentionSet
   const cutoff = settings.maxAge ? new Date(Date.now() - settings.maxAge).toISOString() : undefined
   if (!cutoff && !boundary) return 0
   let deleted = 0
-  for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
+  for (let chunk = 0; chunk < MAX_CHUNKS && !stopped; chunk++) {
     const { found, removed } = await db.tx(async tx => {
       const rows = (await tx.run(candidates(pipeline, keep, cutoff, boundary))) as Array<{ ID: string }>
       if (!rows.length) return { found: 0, removed: 0 }

@@ -38,6 +38,8 @@ const RUNS = 'plugin.data_pipeline.PipelineRuns'
 const EVENTS = 'plugin.data_pipeline.PipelineRunEvents'
 const REJECTS = 'plugin.data_pipeline.PipelineRejects'
 const DAY = 86_400_000
+/** Runs per DELETE (lib/retention/prune.ts; not imported: loading lib/ here would read cds.env before cds.test chose the app). */
+const PRUNE_CHUNK = 50
 /** Pruning is throttled per pipeline (`interval`, default 5 minutes): here after every run. */
 const EVERY_RUN = 1
 
@@ -134,6 +136,33 @@ describe('run retention', () => {
     expect(await ql.SELECT.from(REJECTS).where({ run_ID: withRejects.runId, status: 'open' })).toHaveLength(1)
     expect(await eventCount(pruned)).toBe(0)
     expect(await eventCount([lastFailed])).toBeGreaterThan(0)
+  })
+
+  test('a long history goes in bounded chunks: DELETEs by key of at most PRUNE_CHUNK runs each', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 2, modifiedAt: T0 })
+    await pipeline('retention-chunks')
+    // 120 finished runs from 100 days ago on (as before retention was set), each with two events
+    const old = Array.from({ length: 120 }, (_, i) => ({
+      ID: cds.utils.uuid(), pipeline_name: 'retention-chunks', status: i % 7 ? 'idle' : 'failed', trigger: 'scheduled', mode: 'delta',
+      startTime: new Date(Date.now() - 100 * DAY + i * 60_000).toISOString(), endTime: new Date(Date.now() - 100 * DAY + i * 60_000 + 1000).toISOString(),
+    }))
+    await ql.INSERT.into(RUNS).entries(old)
+    await ql.INSERT.into(EVENTS).entries(old.flatMap(r => [{ run_ID: r.ID, seq: 1, kind: 'start' }, { run_ID: r.ID, seq: 2, kind: 'end' }]))
+    const synthetic = new Set(old.map(r => r.ID))
+    const deletes: number[] = []
+    const db = cds.db as unknown as { before(event: string, handler: (req: { target?: { name?: string }; query?: { DELETE?: { where?: unknown[] } } }) => void): void }
+    db.before('DELETE', req => {
+      if (req.target?.name !== RUNS) return
+      const list = (req.query?.DELETE?.where ?? []).find((x): x is { list: Array<{ val: string }> } => Boolean((x as { list?: unknown }).list))?.list ?? []
+      if (list.some(v => synthetic.has(v.val))) deletes.push(list.length)
+    })
+    settings().retention = { runs: { maxAge: '90d', interval: EVERY_RUN } }
+    const latest = await failingRun('retention-chunks')
+    // the newest successful one stays: the last successful run
+    const lastSuccess = old.filter(r => r.status === 'idle').at(-1)!.ID
+    await runsBecome('retention-chunks', [lastSuccess, latest])
+    expect(deletes).toEqual([PRUNE_CHUNK, PRUNE_CHUNK, 120 - 1 - 2 * PRUNE_CHUNK])
+    expect(await eventCount(old.map(r => r.ID).filter(id => id !== lastSuccess))).toBe(0)
   })
 
   test('retention: false keeps every run; a limit set later prunes them at the next run', async () => {
