@@ -11,6 +11,7 @@ import { registerFederation } from './lib/federation/index.js'
 import { registerTenancy } from './lib/tenancy/index.js'
 import { registerTelemetry } from './lib/telemetry/index.js'
 import { registerPublish } from './lib/publish/index.js'
+import { registerRunRetention } from './lib/retention/index.js'
 
 registerLifecycle()
 registerManagementModel()
@@ -21,3 +22,4 @@ registerFederation()
 registerTenancy()
 registerTelemetry()
 registerPublish()
+registerRunRetention()

@@ -13,7 +13,7 @@ const ON_POSTGRES = [
   'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn',
   'management-api', 'inspect-audit', 'progress', 'crash-recovery', 'federation-replicate', 'targets-and-fanin',
   'rejects', 'fast-write', 'delta-ties', 'read-ahead', 'data-contract', 'run-counts', 'events', 'events-burst',
-  'partitioned-read', 'crash-partitioned', 'run-events',
+  'partitioned-read', 'crash-partitioned', 'run-events', 'run-retention',
 ].map(name => `test/integration/${name}.test.ts`)
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
 /** Two app processes on one PostgreSQL database subscribed to one Redis (event-driven replication). */

@@ -19,6 +19,7 @@ export const LOGGER = {
   tenancy: 'data-pipeline|tenancy',
   federation: 'federation',
   emit: 'data-pipeline|emit',
+  retention: 'data-pipeline|retention',
 } as const
 
 export const EVENTS = {

@@ -16,6 +16,7 @@ import type { ScheduleInput } from '../lib/pipeline/types.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
 import { EventReplication, eventsOf } from '../lib/events/index.js'
+import { runRetentionSettings } from '../lib/retention/index.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/pipeline/types.js'
 import type { PipelineRow } from '../lib/engine/tracker.js'
 import type { RunOutcome } from '../lib/engine/run.js'
@@ -92,6 +93,7 @@ export default class DataPipelineService extends cds.Service {
   }
 
   override async init(): Promise<void> {
+    runRetentionSettings() // an invalid `retention` stops the app naming the key (also checked once it serves)
     nameTasksAsOnCds9(this as unknown as { schedule?: (...args: unknown[]) => ScheduleBuilder })
     const builtIn = (event: string, handler: Handler) => {
       BUILT_IN.add(handler)
