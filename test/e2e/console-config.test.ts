@@ -184,25 +184,6 @@ describe('typed configuration editor (headless Chromium)', () => {
     await api(bound('books', 'clearOverrides'), { keys: 'mode' })
   })
 
-  test("the detail's Source field shows the effective batch size: an override (flat key source.batchSize) over the coded one", async () => {
-    const saved = await api(bound('books', 'setOverrides'), { overrides: JSON.stringify({ 'source.batchSize': 250 }) })
-    expect(saved.status, JSON.stringify(saved.data)).toBe(200)
-    try {
-      await page.goto(`${app!.url}/pipeline-console/`)
-      const row = page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: /^books$/ }) })
-      await row.waitFor({ timeout: 30_000 })
-      await row.click()
-      const source = page.locator(byId('detailSource')).first()
-      await source.waitFor({ timeout: 20_000 })
-      // before the fix: "paging: 1,000 records per batch", the coded value
-      await waitFor(async () => /paging: 250 records per batch/.test(await source.innerText()), 'the effective batch size in the Source field', 10_000)
-      expect(await source.innerText()).not.toMatch(/1[,.\u00a0]?000 records per batch/)
-      await shot('console-detail-effective-batch.png')
-    } finally {
-      await api(bound('books', 'clearOverrides'), { keys: 'source.batchSize' })
-    }
-  })
-
   test('the schedule editor previews the next run times from the server', async () => {
     await openConfig('books')
     const schedule = setting('schedule')
