@@ -8,7 +8,7 @@ export type { PipelineConfig, SourceConfig, TargetConfig, DeltaConfig, RetryConf
 export type { TrackerState, TargetCapabilities, WriteStatistics, WriteContext, AdapterContext } from './adapters/types.js'
 export type { ExecuteOptions, ExecuteResult, StartedRun, EnqueuedRun, FanOutRun, EnqueuedFanOut, FanOutOutcome, InProcessExecuteOptions, QueuedExecuteOptions } from './engine/registry.js'
 export type { ScheduleInput, ScheduleSpec } from './pipeline/types.js'
-export type { RunOutcome } from './engine/run.js'
+export type { RunOutcome } from './engine/run-types.js'
 export type { PipelineRow } from './engine/tracker.js'
 export type { DeltaPlan } from './adapters/watermark.js'
 export type { RestConfig } from './pipeline/types.js'

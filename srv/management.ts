@@ -5,23 +5,21 @@
  * pipeline, 409 run active) and a message naming the parameter.
  */
 import cds from '@sap/cds'
-import { LOGGER, PIPELINES_ENTITY, REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
+import { LOGGER, PIPELINES_ENTITY, REPLICATION_MODES, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineError } from '../lib/pipeline/errors.js'
-import { flattenOverrides, type Overrides } from '../lib/engine/overrides.js'
-import { describeError, liveProgress, liveStatistics, type RunOutcome } from '../lib/engine/run.js'
+import type { Overrides } from '../lib/engine/overrides.js'
+import { describeError } from '../lib/engine/run-support.js'
+import type { RunOutcome } from '../lib/engine/run-types.js'
 import { configView } from '../lib/management/config-view.js'
 import { previewSchedule, validateOverrides } from '../lib/management/settings-check.js'
-import { asOverride, asParameter, optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
-import { parseCron, parseSchedule } from '../lib/engine/schedule.js'
-import { MAX_OVERRIDES_LENGTH } from '../lib/engine/limits.js'
+import { asOverride, optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
+import { overridesParameter, scheduleParameter } from '../lib/management/setting-actions.js'
+import { latestRunDrift, publicRow, runModes, runTriggers, withLiveCounts } from '../lib/management/run-answers.js'
 import { capabilities, inspectData } from '../lib/management/inspect.js'
-import { fieldPolicy } from '../lib/security/hidden.js'
-import { auditRejectRead, storedWithout } from '../lib/security/reject-records.js'
+import { hideExpandedRejectFields, hideRejectFields } from '../lib/management/reject-fields.js'
 import { replayRejects } from '../lib/engine/replay.js'
 import { failedRun } from '../lib/management/retry-run.js'
 import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
-import type { PipelineRow } from '../lib/engine/tracker.js'
-import { latestDrift, type SchemaDriftReport } from '../lib/engine/drift.js'
 import { connect, ql } from '../lib/model/ql.js'
 import type DataPipelineService from './data-pipeline.js'
 import { assertTenantMayOverride, tenancySettings } from '../lib/tenancy/settings.js'
@@ -32,12 +30,6 @@ import { PROVIDER_HINT, fanOutAnswer, providerWithoutTenant, tenantsOverview } f
 import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
-
-const MODE_NAMES: Record<string, string> = { delta: 'Delta (changes since the last run)', full: 'Full refresh' }
-const TRIGGER_NAMES: Record<string, string> = { manual: 'Manual', scheduled: 'Scheduled', external: 'External scheduler', event: 'Event' }
-
-/** Columns of the tracker row that never leave the service. */
-const INTERNAL_COLUMNS = ['leaseOwner', 'checkpoint'] as const
 
 interface OperationRequest {
   data: Record<string, unknown>
@@ -83,17 +75,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       }
     })
     srv.on('permissions', req => permissionsOf((req as OperationRequest & AccessRequest).user, contextTenant()))
-    srv.on('READ', 'PipelineRunModes', () => REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })))
-    srv.on('READ', 'PipelineRunTriggers', () => RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })))
+    srv.on('READ', 'PipelineRunModes', () => runModes())
+    srv.on('READ', 'PipelineRunTriggers', () => runTriggers())
     // runs with one transaction show their progress from this process's live counters
-    srv.after('READ', 'PipelineRuns', rows => {
-      for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>) {
-        const live = row && typeof row.ID === 'string' ? liveStatistics.get(row.ID) : undefined
-        if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted, ...(live.skipped === undefined ? {} : { statistics_skipped: live.skipped }) }, 'statistics' in row ? { statistics: { ...live } } : {})
-        const progress = row && row.status === 'running' && typeof row.ID === 'string' ? liveProgress.get(row.ID) : undefined
-        if (progress) for (const [key, value] of Object.entries(progress)) if (key in row) row[key] = value
-      }
-    })
+    srv.after('READ', 'PipelineRuns', rows => withLiveCounts(rows))
     // freshness (README "Progress and freshness"): computed from lastSuccess and the effective maxStaleness
     srv.after('READ', 'Pipelines', async rows => {
       const engine = await this.engine()
@@ -159,21 +144,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('setSchedule', async (req, engine) => {
       const name = pipelineName(req)
       engine.registry.get(name)
-      const { every, cron, engine: scheduleEngine } = req.data
-      if (every !== undefined && every !== null && (!Number.isInteger(every) || (every as number) < 1))
-        throw new PipelineError('INVALID_PARAMETER', 'every: must be a positive integer of milliseconds', { target: 'every' })
-      if (scheduleEngine !== undefined && scheduleEngine !== null && scheduleEngine !== 'spawn' && scheduleEngine !== 'queued')
-        throw new PipelineError('INVALID_PARAMETER', `engine: '${String(scheduleEngine)}' is invalid; expected spawn or queued`, { target: 'engine' })
-      const hasCron = cron !== undefined && cron !== null && cron !== ''
-      if (hasCron && scheduleEngine !== 'queued')
-        throw new PipelineError('INVALID_PARAMETER', "cron: requires engine 'queued' (CAP's persistent task queue); pass engine: 'queued', or every with engine 'spawn'", { target: 'cron' })
-      if (hasCron && every !== undefined && every !== null)
-        throw new PipelineError('INVALID_PARAMETER', 'every: cannot be combined with cron; give either every or cron', { target: 'every' })
-      const schedule = hasCron
-        ? { cron: asParameter(() => parseCron(cron, 'cron'), 'cron'), engine: 'queued' as const }
-        : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (scheduleEngine ?? 'spawn') as 'spawn' | 'queued' }
-      // the bounds every entry shares (lib/engine/limits.ts), naming this action's parameter
-      asParameter(() => parseSchedule(schedule, 'schedule'), hasCron ? 'cron' : 'every')
+      const schedule = scheduleParameter(req.data)
       return this.override(engine, name, { ...current(engine, name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
@@ -182,15 +153,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     })
     bound('setOverrides', async (req, engine) => {
       const name = pipelineName(req)
-      const text = requiredString(req.data.overrides, 'overrides')
-      if (text.length > MAX_OVERRIDES_LENGTH) throw new PipelineError('INVALID_PARAMETER', `overrides: ${text.length} characters; at most ${MAX_OVERRIDES_LENGTH} are accepted`, { target: 'overrides' })
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(text)
-      } catch {
-        throw new PipelineError('INVALID_PARAMETER', 'overrides: is not valid JSON', { target: 'overrides' })
-      }
-      const changes = asOverride(() => flattenOverrides(parsed))
+      const changes = overridesParameter(req.data.overrides)
       return this.override(engine, name, { ...current(engine, name), ...changes })
     })
     // validate-only: the console checks its edits before the diff is saved; nothing changes
@@ -230,10 +193,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       return JSON.stringify(capabilities(prepared, this.settings().inspect !== false))
     })
     // rejected records: fields hidden from the data inspector are not shown here either
-    srv.after('READ', 'PipelineRejects', rows => this.hideFields(rows))
+    srv.after('READ', 'PipelineRejects', async rows => hideRejectFields((await this.engine()).registry, rows))
     // … also when expanded from a run or a pipeline (`$expand=rejects`), and under `$select=record`
-    srv.after('READ', 'PipelineRuns', rows => this.hideExpanded(rows, row => row.pipeline_name))
-    srv.after('READ', 'Pipelines', rows => this.hideExpanded(rows, row => row.name))
+    srv.after('READ', 'PipelineRuns', async rows => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.pipeline_name))
+    srv.after('READ', 'Pipelines', async rows => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.name))
     ;(this as unknown as { before(event: string, entity: string, handler: (req: { query?: { SELECT?: { columns?: unknown[] } } }) => void): void })
       .before('READ', 'PipelineRejects', req => {
         const columns = req.query?.SELECT?.columns
@@ -307,28 +270,6 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     return { runId, name, status: outcome.status, statistics: outcome.statistics }
   }
 
-  /**
-   * Rejected records as read: hidden fields are stripped when a reject is stored (rejects.ts); rows
-   * stored before that are stripped here too. Sensitive fields read are audited (SensitiveDataRead).
-   */
-  private async hideFields(rows: unknown, pipeline?: unknown): Promise<void> {
-    const engine = await this.engine()
-    for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>) {
-      const name = row?.pipeline_name ?? pipeline
-      if (!row || typeof name !== 'string' || (typeof row.record !== 'string' && typeof row.mapped !== 'string')) continue
-      const prepared = engine.registry.has(name) ? await engine.registry.prepare(name).catch(() => undefined) : undefined
-      const policy = prepared && fieldPolicy(prepared)
-      row.record = storedWithout(row.record, policy?.hidden.source)
-      row.mapped = storedWithout(row.mapped, policy?.hidden.target)
-      if (policy) auditRejectRead(row, policy, prepared.target.entityDefinition()?.name ?? name)
-    }
-  }
-
-  private async hideExpanded(rows: unknown, pipelineOf: (row: Record<string, unknown>) => unknown): Promise<void> {
-    for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown> | undefined>)
-      if (row && Array.isArray(row.rejects)) await this.hideFields(row.rejects, pipelineOf(row))
-  }
-
   private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
     // a tenant's admin sets its own tenant's settings, within the provider's bounds; the rest is shared by all tenants
     const tenant = ownTenant()
@@ -365,25 +306,6 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 }
 
-/**
- * The schema drift of the pipeline's newest run (its `PipelineRuns.drift`; a running run counts once it
- * recorded drift), so every instance and a restarted one show the same. Undefined — flowMetadata then
- * shows what this process's latest check found — without runs, when the runs cannot be read, or when
- * the newest run has none but this process's latest check found drift: a replay of rejects is a run
- * without a check (its `drift` stays null) and must not hide the drift.
- */
-async function latestRunDrift(name: string): Promise<SchemaDriftReport | null | undefined> {
-  try {
-    const db = await connect('db')
-    const runs = (await db.run(ql.SELECT.from(RUNS_ENTITY).columns('status', 'drift').where({ pipeline_name: name }).orderBy('startTime desc').limit(2))) as Array<{ status?: string; drift?: string | null }>
-    const run = runs.find(r => r.drift || r.status !== 'running')
-    if (!run || (!run.drift && latestDrift(name))) return undefined
-    return run.drift ? (JSON.parse(run.drift) as SchemaDriftReport) : null
-  } catch {
-    return undefined
-  }
-}
-
 /** The tenant whose admin calls (multitenancy active), or undefined for the provider and single-tenant apps. */
 function ownTenant(): string | undefined {
   const tenant = contextTenant()
@@ -400,10 +322,4 @@ function current(engine: DataPipelineService, name: string): Overrides {
 function pipelineName(req: OperationRequest): string {
   const key = req.params[req.params.length - 1]
   return typeof key === 'object' ? String(key.name) : String(key)
-}
-
-function publicRow(row: PipelineRow): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...row }
-  for (const column of INTERNAL_COLUMNS) delete out[column]
-  return out
 }

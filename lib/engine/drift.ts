@@ -31,7 +31,7 @@ import { assignable, family, fitsLength, fitsPrecision, sameType, typeLabel } fr
 import { keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { DEFAULT_MAX_AGE, shapeOfEntity, type LiveShape } from '../adapters/source/live-shape.js'
-import type { PreparedPipeline } from './run.js'
+import type { PreparedPipeline } from './run-types.js'
 import { applicationHooks, replay } from './read-ahead.js'
 import { tenantKey } from './tenancy.js'
 

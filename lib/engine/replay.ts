@@ -9,7 +9,8 @@
 import cds from '@sap/cds'
 import { PipelineError } from '../pipeline/errors.js'
 import { assertConnectionAvailable, type Tracker } from './tracker.js'
-import { PipelineRun, type EventDispatcher, type PreparedPipeline, type RunOutcome } from './run.js'
+import { PipelineRun } from './run.js'
+import type { EventDispatcher, PreparedPipeline, RunOutcome } from './run-types.js'
 
 /** What replay needs of the engine service `data-pipeline`. */
 export interface ReplayHost {

@@ -5,18 +5,21 @@
  */
 import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
-import { EVENTS, LOGGER, type RunMode, type RunTrigger } from '../constants.js'
+import { EVENTS, LOGGER } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { rememberCorrelation } from '../security/redact.js'
 import { describeError, prefetch } from './run-support.js'
 import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
-import { Tracker, type PipelineRow, type ReadPosition, type RunProgress } from './tracker.js'
+import { Tracker, type PipelineRow, type ReadPosition } from './tracker.js'
+import { addStatistics, liveProgress, liveStatistics, outcomeStatistics } from './run-statistics.js'
+import type { EventDispatcher, PreparedPipeline, RunOutcome, RunRequest } from './run-types.js'
 import { ProgressMeter } from './progress-meter.js'
 import { RunEventWriter, RunRecorder, runEventsSettings } from '../runs/index.js'
 import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
+import { startPosition, toIso, type Checkpoint } from './run-position.js'
 import { serializable } from './config.js'
-import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
+import type { DataRecord } from '../pipeline/types.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
 import { SoftDeletes } from './soft-delete.js'
 import { sweepIfDue } from './sweep.js'
@@ -25,47 +28,12 @@ import { RunRejects, openRejects } from './rejects.js'
 import { validatorOf, type RecordValidator } from './validate.js'
 import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
 import { ReadAhead, readMayStartEarly, underway } from './read-ahead.js'
-import { sequentialNote, type BaseSourceAdapter } from '../adapters/source/base.js'
-import type { BaseTargetAdapter } from '../adapters/target/base.js'
-import type { FieldMapping } from '../adapters/mapping.js'
+import { sequentialNote } from '../adapters/source/base.js'
 import type { TrackerState, WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.engine)
 
 export { describeError, prefetch }
-
-export interface RunOutcome {
-  runId: string
-  status: 'completed' | 'failed'
-  statistics: WriteStatistics
-}
-
-/** What the engine keeps of a prepared pipeline between runs. */
-export interface PreparedPipeline {
-  pipeline: ResolvedPipeline
-  source: BaseSourceAdapter
-  target: BaseTargetAdapter
-  mapping?: FieldMapping[]
-}
-
-/** Dispatches a pipeline event as a CAP request, so `before/on/after(event, pipeline, fn)` apply. */
-export type EventDispatcher = (event: string, pipeline: string, data: Record<string, unknown>) => Promise<Record<string, unknown>>
-
-export interface RunRequest {
-  mode: RunMode
-  trigger: RunTrigger
-  /** Replays the pipeline's open rejects instead of reading the source (README "Rejected records"). */
-  replay?: boolean
-}
-
-/** Running totals of active runs in this process, for progress views of per-run transactions. */
-export const liveStatistics = new Map<string, WriteStatistics>()
-/** Progress of active runs in this process (README "Progress and freshness"), for the same views. */
-export const liveProgress = new Map<string, RunProgress>()
-
-interface Checkpoint extends Watermark {
-  runId: string
-}
 
 export class PipelineRun {
   readonly runId = randomUUID()
@@ -356,22 +324,9 @@ export class PipelineRun {
       .catch(e => LOG.debug(`pipeline '${this.name}': progress not written: ${(e as Error).message}`))
   }
 
-  /** The tracker state handed to the source: resumes from a checkpoint left by an unfinished run. */
+  /** The tracker state handed to the source (run-position.ts). */
   private trackerState(row: ReadPosition): TrackerState {
-    const { pipeline } = this.prepared
-    let { lastSync, lastKey } = row
-    if (this.request.mode === 'delta' && row.checkpoint && this.prepared.source.readsInWatermarkOrder) {
-      try {
-        const checkpoint = JSON.parse(row.checkpoint) as Checkpoint
-        if (checkpoint.lastSync && (!lastSync || Date.parse(checkpoint.lastSync) > Date.parse(lastSync))) lastSync = checkpoint.lastSync
-        if (checkpoint.lastKey !== null && checkpoint.lastKey !== undefined) lastKey = checkpoint.lastKey
-      } catch {
-        LOG.warn(`pipeline '${this.name}': ignoring an unreadable checkpoint`)
-      }
-    }
-    const state: TrackerState = { name: this.name, mode: this.request.mode, lastSync: toIso(lastSync), lastKey }
-    if (this.request.mode === 'partial-refresh') state.slice = resolveSlice(pipeline)
-    return state
+    return startPosition(this.prepared, this.request.mode, row)
   }
 }
 
@@ -380,39 +335,9 @@ function singleConnection(): boolean {
   return (cds as unknown as { db?: { options?: { pool?: { max?: number } } } }).db?.options?.pool?.max === 1
 }
 
-function resolveSlice(pipeline: ResolvedPipeline): SlicePredicate {
-  const slice = pipeline.config.refresh?.slice
-  const value = typeof slice === 'function' ? slice() : slice
-  if (!value || typeof value !== 'object' || !Object.keys(value).length)
-    throw new PipelineError('INVALID_PARAMETER', `partial-refresh needs refresh.slice on pipeline '${pipeline.name}' (the predicate of the rows to rebuild)`, { target: 'refresh.slice' })
-  return value
-}
-
-function toIso(value: string | null): string | null {
-  if (!value) return null
-  const time = Date.parse(value)
-  return Number.isNaN(time) ? value : new Date(time).toISOString()
-}
-
 function stampOrigin(records: DataRecord[] | undefined, origin: string | undefined): DataRecord[] {
   const list = Array.isArray(records) ? records : []
   if (origin === undefined) return list
   for (const record of list) record[ORIGIN_COLUMN] = origin
   return list
-}
-
-/** Adds one statistics record to a total (`unchanged` and `skipped` only where reported). */
-export function addStatistics(total: WriteStatistics, delta: Partial<WriteStatistics> | undefined): void {
-  if (!delta) return
-  total.created += Number(delta.created ?? 0)
-  total.updated += Number(delta.updated ?? 0)
-  total.deleted += Number(delta.deleted ?? 0)
-  if (delta.unchanged) total.unchanged = (total.unchanged ?? 0) + Number(delta.unchanged)
-  if (delta.skipped !== undefined) total.skipped = (total.skipped ?? 0) + Number(delta.skipped)
-}
-
-/** A run's statistics as reported (outcome, DONE): `unchanged` only where rows were found unchanged. */
-function outcomeStatistics(statistics: WriteStatistics): WriteStatistics {
-  const { unchanged, ...rest } = statistics
-  return unchanged ? { ...rest, unchanged } : rest
 }

@@ -7,7 +7,7 @@ import cds from '@sap/cds'
 import { LOGGER } from '../constants.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { shapeOfEntity, type ColumnShape } from '../adapters/source/live-shape.js'
-import type { PreparedPipeline } from './run.js'
+import type { PreparedPipeline } from './run-types.js'
 
 const LOG = cds.log(LOGGER.engine)
 

@@ -14,7 +14,7 @@ import { PipelineError } from '../pipeline/errors.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { keyNames } from '../model/csn.js'
 import type { DataRecord } from '../pipeline/types.js'
-import type { PreparedPipeline } from './run.js'
+import type { PreparedPipeline } from './run-types.js'
 import type { WriteContext } from '../adapters/types.js'
 
 /** True for a set soft-delete field: `true`, `1`, a timestamp…; false for null, `false`, `0`, `''`, `'false'`, `'0'`. */

@@ -32,7 +32,7 @@ import { ORIGIN_COLUMN } from '../adapters/target/base.js'
 import { builtinType, keyNames, type CsnEntity } from '../model/csn.js'
 import { ql, type QueryRunner } from '../model/ql.js'
 import type { DataRecord } from '../pipeline/types.js'
-import type { PreparedPipeline } from './run.js'
+import type { PreparedPipeline } from './run-types.js'
 import type { WriteContext } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.engine)

@@ -12,7 +12,8 @@
  */
 import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
-import { describeError, type EventDispatcher, type PreparedPipeline } from '../engine/run.js'
+import { describeError } from '../engine/run-support.js'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run-types.js'
 import type { Tracker } from '../engine/tracker.js'
 import { applyBatch } from './apply.js'
 import { pause, type PendingKeys } from './store.js'

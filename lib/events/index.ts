@@ -5,7 +5,7 @@
  * message is applied in its tenant's database (tenant.ts): one batcher per pipeline and tenant.
  */
 import cds from '@sap/cds'
-import type { EventDispatcher, PreparedPipeline } from '../engine/run.js'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run-types.js'
 import type { Tracker } from '../engine/tracker.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { findEntity, keyNames } from '../model/csn.js'

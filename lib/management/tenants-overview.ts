@@ -14,7 +14,7 @@ import { PipelineError } from '../pipeline/errors.js'
 import { freshnessOf } from './metadata.js'
 import type { PipelineRegistry, FanOutOutcome } from '../engine/registry.js'
 import type { PipelineRow } from '../engine/tracker.js'
-import { addStatistics } from '../engine/run.js'
+import { addStatistics } from '../engine/run-statistics.js'
 import type { WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.tenancy)

@@ -121,6 +121,7 @@ afterAll(async () => {
   if (base) {
     await api(bound('orders', 'setEnabled'), { method: 'POST', body: JSON.stringify({ enabled: true }) }).catch(() => undefined)
     await api(bound('products', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'source.batchSize' }) }).catch(() => undefined)
+    await api(bound('orders', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'source.batchSize' }) }).catch(() => undefined)
     await api(bound('revenue-by-country', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'maxStaleness' }) }).catch(() => undefined)
   }
   await browser?.close()
@@ -300,6 +301,25 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     expect(form).toContain('Last successful run')
     expect(form).toContain('Watermark (last sync)')
     await screenshot(byId('detailPage'), 'console-column-2-overview-fields.png')
+  })
+
+  test("overview: the Source field's paging is the effective batch size (an override over the coded 500)", async () => {
+    const set = await api(bound('orders', 'setOverrides'), { method: 'POST', body: JSON.stringify({ overrides: JSON.stringify({ 'source.batchSize': 250 }) }) })
+    expect(set.status, JSON.stringify(set.data)).toBeLessThan(300)
+    try {
+      await page.locator(byId('refreshButton')).click()
+      await select('orders')
+      await tab('Overview')
+      // before: "paging: 500 records per batch", the coded value, while the runs read 250 at a time
+      await waitUntil(async () => /paging: 250 records per batch/.test(await textOf(byId('detailSource'))), 'the effective batch size in the Source field')
+      expect(await textOf(byId('detailSource'))).not.toContain('500 records per batch')
+    } finally {
+      await api(bound('orders', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'source.batchSize' }) })
+    }
+    // without the override, the coded value again
+    await page.locator(byId('refreshButton')).click()
+    await select('orders')
+    await waitUntil(async () => /paging: 500 records per batch/.test(await textOf(byId('detailSource'))), 'the coded batch size in the Source field')
   })
 
   test('a stale pipeline (maxStaleness exceeded) warns in the list and the landscape', async () => {

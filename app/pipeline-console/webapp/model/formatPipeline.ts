@@ -30,7 +30,8 @@ export function endpoint(text: Text, json: unknown, baseConfig: unknown, overrid
 		const delta = setting(baseConfig, overrides, "delta") as { mode?: string; field?: string } | undefined;
 		lines.push(text("fieldDelta", [mode === "full" || !delta ? text("deltaFull")
 			: delta.field ? text("deltaOn", [delta.mode ?? "timestamp", delta.field]) : delta.mode ?? display(delta)]));
-		const batch = config.batchSize ?? setting(baseConfig, overrides, "source.batchSize");
+		// the effective batch size: an override (e.g. the flat key `source.batchSize`) over the coded one
+		const batch = setting(baseConfig, overrides, "source.batchSize") ?? config.batchSize;
 		lines.push(text("fieldPaging", [batch ? text("pagingBatch", [number(batch)]) : text("pagingDefault")]));
 	} else if (config.batchSize) {
 		lines.push(text("fieldPaging", [text("pagingBatch", [number(config.batchSize)])]));
