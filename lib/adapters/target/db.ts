@@ -78,20 +78,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
     const rows = uniqueByKey(records, this.keys)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
-    const snapshot = this.snapshot?.runId === context.runId ? this.snapshot : undefined
-    if (!snapshot) return this.writeRows(rows, context)
-    for (const column in rows[0]) snapshot.written.add(column)
-    const written = await this.writeRows(rows, context)
-    // a full refresh refills the target it emptied, so every write is a create; the batch counts
-    // instead what the refresh counts for its rows at the end (reconcileRefresh): by key against
-    // the rows before. Keys not bound as stored (other types) keep the writes' counts until then.
-    const keys = rows.map(row => this.keys.map(k => row[k]))
-    if (!keys.every(key => this.orderedKey(key))) return written
-    return { ...(await snapshot.rows.batchCounts(keys, snapshot.written)), deleted: 0 }
-  }
-
-  /** Writes a batch's rows (unique by key), counting what the writes did. */
-  private async writeRows(rows: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
+    if (this.snapshot?.runId === context.runId) for (const column in rows[0]) this.snapshot.written.add(column)
     const writer = this.writePath.writer
     if (this.onlyNewKeys(rows, context)) {
       const prepared = writer?.columnsOf(rows)

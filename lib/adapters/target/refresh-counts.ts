@@ -18,11 +18,8 @@ type Dialect = 'sqlite' | 'postgres'
 const DIALECTS: Record<string, Dialect> = { sqlite: 'sqlite', 'better-sqlite': 'sqlite', postgres: 'postgres' }
 
 interface Runner {
-  run(query: string, params?: unknown[]): Promise<unknown>
+  run(query: string): Promise<unknown>
 }
-
-/** Bound parameters per statement of `batchCounts` (well below SQLite's and PostgreSQL's limits). */
-const MAX_PARAMETERS = 900
 
 export type RefreshCounts = Required<Pick<WriteStatistics, 'created' | 'updated' | 'unchanged' | 'deleted'>>
 
@@ -60,53 +57,13 @@ export class RefreshSnapshot {
     return new RefreshSnapshot(runner, dialect, table, name, keys, owned, quote, Number(row?.n ?? 0))
   }
 
-  /** Whether the snapshot's keys are indexed (for `batchCounts`, created on its first call). */
-  private indexed = false
-
-  /**
-   * What the rows of one batch, just written, count against the rows before: the same comparison
-   * as `counts`, narrowed to the batch's keys (`keyValues`, one array per row in key order, plain
-   * strings and safe integers: bound as they are stored). Summed over the batches this is what
-   * `counts` finds at the end, as long as no key comes twice and the written columns stay the same.
-   */
-  async batchCounts(keyValues: unknown[][], written: Iterable<string>): Promise<Pick<RefreshCounts, 'created' | 'updated' | 'unchanged'>> {
-    if (!this.before || !keyValues.length) return { created: keyValues.length, updated: 0, unchanged: 0 }
-    const { quote, keys } = this
-    if (!this.indexed) {
-      // one index on the snapshot's keys, so each batch's join reads only its own rows
-      await this.db.run(`CREATE INDEX ${this.dialect === 'sqlite' ? 'temp.' : ''}${this.name}_k ON ${this.name} (${keys.map(k => quote(k)).join(', ')})`)
-      this.indexed = true
-    }
-    const { on, identical } = this.comparison(written)
-    let matched = 0
-    let unchanged = 0
-    const size = Math.max(1, Math.floor(MAX_PARAMETERS / keys.length))
-    for (let start = 0; start < keyValues.length; start += size) {
-      const chunk = keyValues.slice(start, start + size)
-      let n = 0
-      const placeholder = () => this.dialect === 'postgres' ? `$${++n}` : '?'
-      const where = chunk.map(() => `(${keys.map(k => `t.${quote(k)} = ${placeholder()}`).join(' AND ')})`).join(' OR ')
-      const [match] = (await this.db.run(
-        `SELECT count(*) AS matched, coalesce(sum(CASE WHEN ${identical} THEN 1 ELSE 0 END), 0) AS unchanged FROM ${this.table} t JOIN ${this.name} s ON ${on} WHERE ${where}`,
-        chunk.flat(),
-      )) as Array<{ matched: unknown; unchanged: unknown }>
-      matched += Number(match?.matched ?? 0)
-      unchanged += Number(match?.unchanged ?? 0)
-    }
-    return { created: keyValues.length - matched, updated: matched - unchanged, unchanged }
-  }
-
-  /** The join of target and snapshot by key, and when a joined row counts as unchanged. */
-  private comparison(written: Iterable<string>): { on: string; identical: string } {
+  /** The refresh's counts, comparing the written columns; drops the snapshot. */
+  async counts(written: Iterable<string>): Promise<RefreshCounts> {
     const { quote, keys } = this
     const compared = [...written].filter(c => !keys.includes(c))
     const same = (c: string) => this.dialect === 'postgres' ? `t.${quote(c)} IS NOT DISTINCT FROM s.${quote(c)}` : `t.${quote(c)} IS s.${quote(c)}`
-    return { on: keys.map(k => `t.${quote(k)} = s.${quote(k)}`).join(' AND '), identical: compared.length ? compared.map(same).join(' AND ') : '1 = 1' }
-  }
-
-  /** The refresh's counts, comparing the written columns; drops the snapshot. */
-  async counts(written: Iterable<string>): Promise<RefreshCounts> {
-    const { on, identical } = this.comparison(written)
+    const on = keys.map(k => `t.${quote(k)} = s.${quote(k)}`).join(' AND ')
+    const identical = compared.length ? compared.map(same).join(' AND ') : '1 = 1'
     const owned = this.owned.replace(' WHERE ', ' WHERE t.')
     try {
       const [after] = (await this.db.run(`SELECT count(*) AS n FROM ${this.table}${this.owned}`)) as Array<{ n: unknown }>
