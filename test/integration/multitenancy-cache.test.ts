@@ -19,6 +19,7 @@ import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningAp
 import { waitFor } from '../helpers/wait'
 import { invalidTenantId, MAX_TENANT_ID_LENGTH, storeFile, type EntityCacheSettings } from '../../lib/federation/cache/entity'
 import { userClient } from '../helpers/users'
+import { tenantLifecycle } from '../helpers/mtx'
 
 const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t2: 'u2', t3: 'u3' }
@@ -77,10 +78,7 @@ const { call, get } = userClient(() => app.url)
 const title = async (user: string, entity: string) => (await get<{ title: string }>(user, `/odata/v4/mtx/${entity}(1)`)).title
 const pipeline = async (tenant: string) => (await get<Pipeline[]>(USER[tenant], '/pipeline/Pipelines')).find(p => p.name === 'mtx.Books')
 const runs = (tenant: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRuns?$filter=pipeline_name eq 'mtx.Books'&$orderby=startTime`)
-const lifecycle = async (action: 'subscribe' | 'upgrade' | 'unsubscribe', tenant: string) => {
-  const { status, body } = await call('ops', 'POST', `/-/cds/deployment/${action}`, { tenant })
-  if (status >= 300) throw new Error(`${action} ${tenant}: ${status} ${JSON.stringify(body)}`)
-}
+const lifecycle = tenantLifecycle(call)
 const synced = (tenant: string, after = '') => waitFor(async () => {
   const p = await pipeline(tenant)
   return p?.lastSync && p.lastSync > after && p.status === 'idle' ? p : undefined

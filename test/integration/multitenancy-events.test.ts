@@ -13,11 +13,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
+import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
 
-const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2' }
 const PIPELINE = 'mtx.FollowedBooks'
 const BOOKS = 5
@@ -60,29 +60,14 @@ const stats = async (tenant: string): Promise<Stats> => {
   const rows = await get<Stats[]>(USER[tenant], `/pipeline/PipelineEventStats?$filter=pipeline eq '${PIPELINE}'`)
   return rows.reduce((sum, r) => ({ received: sum.received + r.received, applied: sum.applied + r.applied, skipped: sum.skipped + r.skipped, lagP95: r.lagP95 ?? sum.lagP95 }), { received: 0, applied: 0, skipped: 0, lagP95: null as number | null })
 }
-const lifecycle = async (action: 'subscribe' | 'unsubscribe', tenant: string) => {
-  const { status, body } = await call('ops', 'POST', `/-/cds/deployment/${action}`, { tenant })
-  if (status >= 300) throw new Error(`${action} ${tenant}: ${status} ${JSON.stringify(body)}`)
-}
+const lifecycle = tenantLifecycle(call)
 /** Lines of the app's output since `mark` that name an event batch of the tenant. */
 const batchLines = (mark: number, tenant: string) => app.output().slice(mark).split('\n').filter(line => line.includes(`(tenant '${tenant}')`) && /event (batch|keys)/.test(line))
 
 beforeAll(async () => {
   provider = await startProvider()
   await provider.control.seed({ count: BOOKS })
-  app = await startApp(APP, {
-    timeout: 60_000,
-    env: {
-      CDS_CONFIG: JSON.stringify({
-        requires: {
-          db: { credentials: { url: path.join(dir, 'db.sqlite') } },
-          Provider: { credentials: { url: `${provider.url}/odata/v4/catalog` } },
-          'data-federation-cache': { kind: 'sqlite', entityCache: { baseDir: dir } },
-        },
-      }),
-      ...(process.env.MTX_DEBUG ? { DEBUG: process.env.MTX_DEBUG } : {}),
-    },
-  })
+  app = await startMtxApp(dir, provider.url)
   for (const tenant of ['t1', 't2']) await lifecycle('subscribe', tenant)
   // syncOnSubscribe: the replica holds the provider's books in both tenants
   for (const tenant of ['t1', 't2'])

@@ -8,11 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
+import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
 
-const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2' }
 
 let provider: RunningApp & { control: ProviderControl }
@@ -36,20 +36,7 @@ const runs = (tenant: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRun
 beforeAll(async () => {
   provider = await startProvider()
   await provider.control.seed({ count: 3 })
-  app = await startApp(APP, {
-    timeout: 60_000,
-    env: {
-      CDS_CONFIG: JSON.stringify({
-        requires: {
-          db: { credentials: { url: path.join(dir, 'db.sqlite') } },
-          Provider: { credentials: { url: `${provider.url}/odata/v4/catalog` } },
-          'data-federation-cache': { kind: 'sqlite', entityCache: { baseDir: dir } },
-          'data-pipeline': { retention: { runs: { maxCount: 2, interval: 1 } } },
-        },
-      }),
-      MTX_TICK: '300', MTX_FAIL_TENANTS: 't2',
-    },
-  })
+  app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { retention: { runs: { maxCount: 2, interval: 1 } } } }, env: { MTX_TICK: '300', MTX_FAIL_TENANTS: 't2' } })
   for (const tenant of ['t1', 't2']) {
     const { status, body } = await call('ops', 'POST', '/-/cds/deployment/subscribe', { tenant })
     if (status >= 300) throw new Error(`subscribe ${tenant}: ${status} ${JSON.stringify(body)}`)

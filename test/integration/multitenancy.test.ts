@@ -15,11 +15,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
+import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
 
-const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2', t3: 'u3' }
 const BOOKS = 5
 const SLOW_MS = 3000
@@ -51,30 +51,12 @@ const tasksSoFar = (tenant: string) => { try { return tasks(tenant) } catch { re
 const { call, get } = userClient(() => app.url)
 const runs = (tenant: string, pipeline: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRuns?$filter=pipeline_name eq '${pipeline}'&$orderby=startTime`)
 const pipeline = async (tenant: string, name: string) => (await get<Pipeline[]>(USER[tenant], '/pipeline/Pipelines')).find(p => p.name === name)
-const lifecycle = async (action: 'subscribe' | 'upgrade' | 'unsubscribe', tenant: string) => {
-  const started = Date.now()
-  const { status, body } = await call('ops', 'POST', `/-/cds/deployment/${action}`, { tenant })
-  if (status >= 300) throw new Error(`${action} ${tenant}: ${status} ${JSON.stringify(body)}`)
-  return Date.now() - started
-}
+const lifecycle = tenantLifecycle(call)
 
 beforeAll(async () => {
   provider = await startProvider()
   await provider.control.seed({ count: BOOKS })
-  app = await startApp(APP, {
-    timeout: 60_000,
-    env: {
-      CDS_CONFIG: JSON.stringify({
-        requires: {
-          db: { credentials: { url: path.join(dir, 'db.sqlite') } },
-          Provider: { credentials: { url: `${provider.url}/odata/v4/catalog` } },
-          'data-federation-cache': { kind: 'sqlite', entityCache: { baseDir: dir } },
-          'data-pipeline': { multitenancy: { parallel: 2 } },
-        },
-      }),
-      ...(process.env.MTX_DEBUG ? { DEBUG: process.env.MTX_DEBUG } : {}), MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3', MTX_SLOW_TENANTS: 't2', MTX_SLOW_MS: String(SLOW_MS),
-    },
-  })
+  app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { multitenancy: { parallel: 2 } } }, env: { MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3', MTX_SLOW_TENANTS: 't2', MTX_SLOW_MS: String(SLOW_MS) } })
 })
 
 afterAll(async () => {

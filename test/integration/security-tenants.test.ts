@@ -13,12 +13,12 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
+import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
 import { invalidTenantId, MAX_TENANT_ID_LENGTH } from '../../lib/security/tenant-id'
 
-const APP = path.join(FIXTURES, 'mtx/app')
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2', t3: 'u3' }
 const BOOKS = 3
 
@@ -36,10 +36,7 @@ function sql(file: string, statement: string): void {
   try { db.exec(statement) } finally { db.close() }
 }
 const files = () => readdirSync(dir, { recursive: true }).map(String).sort()
-const lifecycle = async (action: 'subscribe' | 'unsubscribe', tenant: string) => {
-  const { status, body } = await call('ops', 'POST', `/-/cds/deployment/${action}`, { tenant })
-  if (status >= 300) throw new Error(`${action} ${tenant}: ${status} ${JSON.stringify(body)}`)
-}
+const lifecycle = tenantLifecycle(call)
 /** The healthy tenants' schedules still run: `count` more scheduled runs of t1's ticker and t2's queued nightly. */
 async function schedulesGoOn(count = 2): Promise<void> {
   const before = { ticker: await scheduled('t1', 'ticker'), nightly: await scheduled('t2', 'nightly') }
@@ -53,20 +50,7 @@ const view = async (user: string, name: string) => JSON.parse(await get<string>(
 beforeAll(async () => {
   provider = await startProvider()
   await provider.control.seed({ count: BOOKS })
-  app = await startApp(APP, {
-    timeout: 60_000,
-    env: {
-      CDS_CONFIG: JSON.stringify({
-        requires: {
-          db: { credentials: { url: path.join(dir, 'db.sqlite') } },
-          Provider: { credentials: { url: `${provider.url}/odata/v4/catalog` } },
-          'data-federation-cache': { kind: 'sqlite', entityCache: { baseDir: dir } },
-          'data-pipeline': { multitenancy: { lockedSettings: ['mode'] } },
-        },
-      }),
-      MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3',
-    },
-  })
+  app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { multitenancy: { lockedSettings: ['mode'] } } }, env: { MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3' } })
   for (const tenant of ['t1', 't2', 't3']) await lifecycle('subscribe', tenant)
   for (const tenant of ['t1', 't2', 't3'])
     await waitFor(async () => (await runs(tenant, 'mtx.Books')).some(r => r.status === 'idle'), `initial sync of ${tenant}`, 60_000)
