@@ -12,9 +12,8 @@
  * Screenshots go to test-results/.
  */
 import fs from 'node:fs'
-import http from 'node:http'
 import path from 'node:path'
-import type { AddressInfo } from 'node:net'
+import { OrdersProxy } from '../helpers/orders-proxy'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
@@ -27,37 +26,12 @@ const BATCH = 250
 const PAGES = 2000 / BATCH
 
 let demo: Demo | undefined
-let proxy: http.Server
 let browser: Browser
 const contexts: BrowserContext[] = []
 let base: string
-/** While set, the proxy answers Orders requests with HTTP 500; while `slow`, each waits this many ms. */
-let failOrders = false
-let slowOrders = 0
+/** A real HTTP proxy in front of the provider: `fail` answers Orders requests with HTTP 500, `delay` slows each down. */
+const ordersProxy = new OrdersProxy()
 const problems: string[] = []
-
-function startProxy(target: string): Promise<string> {
-  const upstream = new URL(target)
-  proxy = http.createServer((req, res) => {
-    const orders = /\/Orders\b/.test(req.url ?? '')
-    if (failOrders && orders) {
-      res.writeHead(500, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ error: { code: '500', message: 'provider down (run page test)' } }))
-      return
-    }
-    const forward = () => {
-      const out = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } }, answer => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers)
-        answer.pipe(res)
-      })
-      out.on('error', error => { res.statusCode = 502; res.end(String(error)) })
-      req.pipe(out)
-    }
-    if (orders && slowOrders) setTimeout(forward, slowOrders)
-    else forward()
-  })
-  return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
-}
 
 const api = (url: string, init: RequestInit & { user?: string } = {}) => demo!.api(url, init)
 const bound = (op: string) => `/pipeline/Pipelines('orders')/DataPipelineManagementService.${op}`
@@ -76,13 +50,13 @@ async function runOrders(async = false): Promise<string> {
 
 /** A run of orders while the provider answers 500: its ID once it ended. */
 async function failingRun(): Promise<string> {
-  failOrders = true
+  ordersProxy.fail = true
   try {
     const runId = await runOrders(true)
     await waitUntil(async () => (await runOf(runId)).status !== 'running', 'the failing run\'s end', 60_000)
     return runId
   } finally {
-    failOrders = false
+    ordersProxy.fail = false
   }
 }
 
@@ -134,7 +108,7 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser()
-  demo = await startDemo({ salesUrl: startProxy })
+  demo = await startDemo({ salesUrl: ordersProxy.start })
   base = demo.consumer.url
   // no scheduled orders run in between; pages of 250 orders; a failure is not retried
   expect((await api(bound('setEnabled'), { method: 'POST', body: JSON.stringify({ enabled: false }) })).status).toBeLessThan(300)
@@ -148,7 +122,7 @@ afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined)
   await browser?.close()
   await demo?.stop()
-  await new Promise(resolve => proxy?.close(resolve))
+  await ordersProxy.close()
 })
 
 describe('console: the run page', () => {
@@ -157,7 +131,7 @@ describe('console: the run page', () => {
 
   test('a run of several pages: timeline bars per page read and write batch, a log row per event, polled while active, the URL survives a reload', async () => {
     const page = await signIn('alice')
-    slowOrders = 1200
+    ordersProxy.delay = 1200
     let runId: string
     try {
       runId = await runOrders(true)
@@ -170,7 +144,7 @@ describe('console: the run page', () => {
       await waitUntil(async () => (await statusOf(page)) !== 'running', 'the run\'s end shown by the poll', 30_000)
       console.log(`the run page showed the run's end ${Date.now() - ended} ms after it ended`)
     } finally {
-      slowOrders = 0
+      ordersProxy.delay = 0
     }
     const events = await eventsOf(runId)
     expect(events.at(-1)).toMatchObject({ kind: 'end', message: 'completed' })

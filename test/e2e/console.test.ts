@@ -8,9 +8,8 @@
  * (onError 'skip') and reports schema drift (the provider's API version 2); `orders` sweeps deletes.
  */
 import fs from 'node:fs'
-import http from 'node:http'
 import path from 'node:path'
-import type { AddressInfo } from 'node:net'
+import { OrdersProxy } from '../helpers/orders-proxy'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
@@ -21,40 +20,18 @@ const RESULTS = path.join(ROOT, 'test-results')
 const ORDERS_DELAY = 2500
 
 let demo: Demo | undefined
-let proxy: http.Server
 let browser: Browser
 let context: BrowserContext
 let page: Page
 let base: string
-/** While set, the proxy answers every Orders request with HTTP 500 (a failed run for the history chart). */
-let failOrders = false
 const requests: Array<{ url: string; at: number; method: string }> = []
 const problems: string[] = []
 const timings: Record<string, number> = {}
 
-/** A real HTTP proxy in front of the provider; Orders requests wait ORDERS_DELAY ms. */
-function startProxy(target: string): Promise<string> {
-  const upstream = new URL(target)
-  proxy = http.createServer((req, res) => {
-    if (failOrders && /\/Orders\b/.test(req.url ?? '')) {
-      res.writeHead(500, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ error: { code: '500', message: 'provider down (test)' } }))
-      return
-    }
-    const forward = () => {
-      const out = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } }, answer => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers)
-        answer.pipe(res)
-      })
-      out.on('error', error => { res.statusCode = 502; res.end(String(error)) })
-      req.pipe(out)
-    }
-    // key listings of the orders' deletes sweep ($select=ID only) are not slowed down
-    if (/\/Orders\b/.test(req.url ?? '') && !/[?&](\$|%24)select=ID(&|$)/.test(req.url ?? '')) setTimeout(forward, ORDERS_DELAY)
-    else forward()
-  })
-  return new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)))
-}
+/** A real HTTP proxy in front of the provider: Orders requests wait ORDERS_DELAY ms, except the key
+ * listings of the orders' deletes sweep ($select=ID only); `fail` answers them with HTTP 500. */
+const ordersProxy = new OrdersProxy(url => !/[?&](\$|%24)select=ID(&|$)/.test(url))
+ordersProxy.delay = ORDERS_DELAY
 
 /** The demo's mocked PipelineAdmin (demo/consumer/package.json, no password): /pipeline needs a role. */
 const ADMIN = { username: 'alice', password: '' }
@@ -105,7 +82,7 @@ beforeAll(async () => {
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser() // first: a browser that does not start fails the file at once
   // the demo's initial runs (orders goes through the slow proxy) finish first
-  demo = await startDemo({ salesUrl: startProxy })
+  demo = await startDemo({ salesUrl: ordersProxy.start })
   base = demo.consumer.url
   context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, httpCredentials: { ...ADMIN, send: 'always' } })
   page = await context.newPage()
@@ -125,7 +102,7 @@ afterAll(async () => {
     await api(bound('revenue-by-country', 'clearOverrides'), { method: 'POST', body: JSON.stringify({ keys: 'maxStaleness' }) }).catch(() => undefined)
   }
   await browser?.close()
-  await new Promise(resolve => proxy ? proxy.close(resolve) : resolve(undefined))
+  await ordersProxy.close()
   await demo?.stop()
 })
 
@@ -625,7 +602,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
   })
 
   test('a failed run is red in the history chart', async () => {
-    failOrders = true
+    ordersProxy.fail = true
     try {
       const started = await api(bound('orders', 'start'), { method: 'POST', body: JSON.stringify({ async: true, trigger: 'manual' }) })
       expect(started.status).toBeLessThan(300)
@@ -647,7 +624,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
       expect(b).toBeLessThan(60)
       await screenshot(byId('historyChart'), 'console-history-chart-failed.png')
     } finally {
-      failOrders = false
+      ordersProxy.fail = false
     }
   }, 120_000)
 
