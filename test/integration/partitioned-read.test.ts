@@ -123,9 +123,14 @@ describe('partitioned full reads', () => {
     } finally {
       spy.mockRestore()
     }
-    const reduced = logged.filter(line => line.includes("pipeline 'parallel-slow': parallel reduced from 4 to 2 for the rest of the run"))
+    // the level it steps back from depends on how far it got up (a loaded machine answers slower at every
+    // level): one reduction, back to the level before, for the rest of the run, with the medians that made it
+    const reduced = logged.filter(line => line.includes("pipeline 'parallel-slow': parallel reduced from "))
     expect(reduced, logged.join('\n')).toHaveLength(1)
-    expect(reduced[0]).toMatch(/median page \d+ ms at 4, \d+ ms at 2/)
+    const [, from, to] = reduced[0].match(/reduced from (\d+) to (\d+) for the rest of the run/) ?? []
+    expect(Number(from), reduced[0]).toBeGreaterThan(Number(to))
+    expect(Number(to), reduced[0]).toBeGreaterThanOrEqual(1)
+    expect(reduced[0]).toMatch(new RegExp(`median page \\d+ ms at ${from}, \\d+ ms at ${to}`))
     await expectCopy('consumer.BooksParallelSlow', 400)
   })
 
