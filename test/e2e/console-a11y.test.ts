@@ -57,8 +57,12 @@ async function expectClean(view: string): Promise<void> {
 }
 
 async function select(name: string): Promise<void> {
-  await row(name).click()
-  await page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: name }).first().waitFor()
+  const title = page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: name }).first()
+  // a click on a row the list is re-rendering just then (its 5 s watch) can go nowhere: click again
+  await waitFor(async () => {
+    await row(name).click()
+    return title.waitFor({ timeout: 10_000 }).then(() => true, () => false)
+  }, `the detail of ${name}`, 60_000)
 }
 
 /** Selects a detail tab through the IconTabBar (in three columns some tabs are in its overflow menu). */

@@ -58,8 +58,12 @@ async function openConsole(target: Page): Promise<number> {
 }
 
 async function select(name: string): Promise<void> {
-  await row(name).click()
-  await page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: name }).first().waitFor()
+  const title = page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: name }).first()
+  // a click on a row the list is re-rendering just then (its 5 s watch) can go nowhere: click again
+  await waitUntil(async () => {
+    await row(name).click()
+    return title.waitFor({ timeout: 10_000 }).then(() => true, () => false)
+  }, `the detail of ${name}`, 60_000)
 }
 
 async function tab(key: string): Promise<void> {
