@@ -84,13 +84,14 @@ describe('response cache', () => {
     expect((await ctx.requests()).a).toHaveLength(1)
 
     const short = `${S}/ShortCachedBooks(31)`
-    const cachedAt = Date.now()
+    const asked = Date.now()
     await ctx.http.GET(short)
+    const cached = Date.now() // the entry's TTL began between `asked` and now
     await ctx.http.GET(short)
     // within the TTL the second read is a hit (a machine too busy to read twice in 3 s proves nothing here)
-    if (Date.now() - cachedAt < SHORT_TTL) expect((await ctx.requests()).a).toHaveLength(1)
+    if (Date.now() - asked < SHORT_TTL) expect((await ctx.requests()).a).toHaveLength(1)
     else await ctx.requests()
-    await sleep(SHORT_TTL - (Date.now() - cachedAt) + 50) // the TTL is time itself: wait until it has passed
+    await sleep(SHORT_TTL - (Date.now() - cached) + 50) // the TTL is time itself: wait until it has surely passed
     await ctx.http.GET(short)
     expect((await ctx.requests()).a).toHaveLength(1)
   })
@@ -139,14 +140,15 @@ describe('entity cache', () => {
   })
 
   test('the copy is refreshed when its TTL expired', async () => {
-    const loadedAt = Date.now()
+    const asked = Date.now()
     await ctx.http.GET(`${S}/ShortCachedAuthors(1)`)
+    const loaded = Date.now() // the copy's TTL began between `asked` and now
     await post(ctx.a.url, 'seedAuthors', { count: 31, works: 0 })
     await ctx.requests()
     const count = (await ctx.http.GET(`${S}/ShortCachedAuthors/$count`)).data
     // still the old copy while the TTL runs (a machine too busy to get here within it proves nothing)
-    if (Date.now() - loadedAt < SHORT_TTL) expect(count).toBe(30)
-    await sleep(SHORT_TTL - (Date.now() - loadedAt) + 50) // the TTL is time itself: wait until it has passed
+    if (Date.now() - asked < SHORT_TTL) expect(count).toBe(30)
+    await sleep(SHORT_TTL - (Date.now() - loaded) + 50) // the TTL is time itself: wait until it has surely passed
     expect((await ctx.http.GET(`${S}/ShortCachedAuthors/$count`)).data).toBe(31)
     expect((await ctx.requests()).a).toHaveLength(1)
   })

@@ -280,7 +280,11 @@ describe('failures: where a run failed, its first error event, retry', () => {
         return row.status === 'failed' ? row : undefined
       }, 'the run to fail', 60_000)
       expect(run.failedAt).toBe('guard')
-      const events = await eventsOf(runId)
+      // the run's last events are written as it closes, just after its row says failed: wait for them
+      const events = await waitFor(async () => {
+        const all = await eventsOf(runId)
+        return all.some(e => e.kind === 'error') ? all : undefined
+      }, 'the error event of the run', 30_000)
       const lost = events.find(e => e.kind === 'lease' && e.message?.startsWith('lease lost'))!
       const error = events.find(e => e.kind === 'error')!
       expect(lost.phase).toBe('guard')
