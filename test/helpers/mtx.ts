@@ -4,6 +4,7 @@
  * deployment service.
  */
 import path from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { FIXTURES, startApp, type RunningApp } from './apps'
 import type { UserClient } from './users'
 
@@ -44,4 +45,21 @@ export function tenantLifecycle(call: UserClient['call']) {
     if (status >= 300) throw new Error(`${action} ${tenant}: ${status} ${JSON.stringify(body)}`)
     return Date.now() - started
   }
+}
+
+/**
+ * The mtx app's SQLite databases in `dir` (as `startMtxApp` places them): a tenant's file ('' for the
+ * provider's own) and the rows of a query on it, read straight from the file.
+ */
+export function tenantDatabases(dir: string) {
+  const dbFile = (tenant: string) => path.join(dir, tenant ? `db-${tenant}.sqlite` : 'db.sqlite')
+  const sql = <T>(tenant: string, query: string, ...params: string[]): T[] => {
+    const db = new DatabaseSync(dbFile(tenant), { readOnly: true })
+    try {
+      return db.prepare(query).all(...params) as T[]
+    } finally {
+      db.close()
+    }
+  }
+  return { dbFile, sql }
 }

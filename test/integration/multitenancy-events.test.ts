@@ -12,11 +12,10 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
 import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
-import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
+import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
 
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2' }
 const PIPELINE = 'mtx.FollowedBooks'
@@ -29,17 +28,8 @@ interface Pipeline { name: string; lastSync: string | null }
 let provider: RunningApp & { control: ProviderControl }
 let app: RunningApp
 const dir = mkdtempSync(path.join(tmpdir(), 'mtx-events-'))
-const dbFile = (tenant: string) => path.join(dir, tenant ? `db-${tenant}.sqlite` : 'db.sqlite')
-
-/** Rows of a tenant's database, read from its SQLite file. */
-function sql<T>(tenant: string, query: string): T[] {
-  const db = new DatabaseSync(dbFile(tenant), { readOnly: true })
-  try {
-    return db.prepare(query).all() as T[]
-  } finally {
-    db.close()
-  }
-}
+/** A tenant's database file and the rows of a query on it. */
+const { dbFile, sql } = tenantDatabases(dir)
 /** The keys waiting for their micro-batch in a tenant's database. */
 const waiting = (tenant: string) => sql<{ recordKey: string }>(tenant, `SELECT recordKey FROM plugin_data_pipeline_PipelineEventKeys WHERE pipeline = '${PIPELINE}'`).map(r => r.recordKey)
 /** Keys in the provider's own database (none: a tenant's message never lands there). */

@@ -7,11 +7,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
 import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
-import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
+import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
 
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2' }
 
@@ -19,15 +18,8 @@ let provider: RunningApp & { control: ProviderControl }
 let app: RunningApp
 const dir = mkdtempSync(path.join(tmpdir(), 'mtx-retention-'))
 
-/** Rows of a tenant's database, read from its SQLite file. */
-function sql<T>(tenant: string, query: string, ...params: string[]): T[] {
-  const db = new DatabaseSync(path.join(dir, `db-${tenant}.sqlite`), { readOnly: true })
-  try {
-    return db.prepare(query).all(...params) as T[]
-  } finally {
-    db.close()
-  }
-}
+/** Rows of a query on a tenant's database. */
+const { sql } = tenantDatabases(dir)
 
 const { call, get } = userClient(() => app.url)
 interface Run { ID: string; status: string; startTime: string }

@@ -14,11 +14,10 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
 import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
-import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
+import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
 
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2', t3: 'u3' }
 const BOOKS = 5
@@ -32,17 +31,8 @@ let app: RunningApp
 const dir = mkdtempSync(path.join(tmpdir(), 'mtx-'))
 const figures: Record<string, unknown> = {}
 
-const dbFile = (tenant: string) => path.join(dir, tenant ? `db-${tenant}.sqlite` : 'db.sqlite')
-
-/** Rows of a tenant's database, read from its SQLite file. */
-function sql<T>(tenant: string, query: string): T[] {
-  const db = new DatabaseSync(dbFile(tenant), { readOnly: true })
-  try {
-    return db.prepare(query).all() as T[]
-  } finally {
-    db.close()
-  }
-}
+/** A tenant's database file and the rows of a query on it. */
+const { dbFile, sql } = tenantDatabases(dir)
 const tables = (tenant: string) => sql<{ name: string }>(tenant, "SELECT name FROM sqlite_master WHERE type = 'table'").map(t => t.name)
 const tasks = (tenant: string) => sql<{ task: string; msg: string; status: string | null }>(tenant, "SELECT task, msg, status FROM cds_outbox_Messages WHERE task LIKE 'data-pipeline/%'")
 /** For polling: a tenant database that MTX is still (re)creating cannot be opened yet — not there yet, not an error. */
