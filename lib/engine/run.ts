@@ -155,9 +155,10 @@ export class PipelineRun {
     try {
       const watermark = await this.transfer(this.row!)
       const endTime = new Date()
+      // the events first: whoever reads the run's final status finds all of its events
+      await this.recordEnd('completed', endTime)
       const stillOwned = await this.tracker.finishSuccess(name, runId, { ...watermark, statistics: this.statistics, keepCheckpoint: request.replay, replay: request.replay, progress: this.meter.snapshot(0, 'completed') })
       if (!stillOwned) LOG.error(`pipeline '${name}': run ${runId} finished after its lease was taken over; tracker state left to the new holder`)
-      await this.recordEnd('completed', endTime)
       const { created, updated, unchanged, deleted, skipped } = this.statistics
       LOG.info(`pipeline '${name}' ${request.mode} run completed: ${created} created, ${updated} updated, ${unchanged ?? 0} unchanged, ${deleted} deleted${skipped === undefined ? '' : `, ${skipped} skipped`}`)
       await this.done('completed', endTime)
@@ -169,9 +170,9 @@ export class PipelineRun {
       LOG.error(`pipeline '${name}' ${request.mode} run ${runId} failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
       rememberCorrelation(error, failure.correlationId)
       const failedAt = this.recorder.failed(error, failure)
-      await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed'), failedAt).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       const endTime = new Date()
       await this.recordEnd('failed', endTime)
+      await this.tracker.finishFailure(name, runId, failure, this.statistics, this.meter.snapshot(0, 'failed'), failedAt).catch(e => LOG.error(`could not record the failed run: ${(e as Error).message}`))
       await this.done('failed', endTime, failure)
       throw error
     } finally {

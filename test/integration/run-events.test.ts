@@ -280,11 +280,8 @@ describe('failures: where a run failed, its first error event, retry', () => {
         return row.status === 'failed' ? row : undefined
       }, 'the run to fail', 60_000)
       expect(run.failedAt).toBe('guard')
-      // the run's last events are written as it closes, just after its row says failed: wait for them
-      const events = await waitFor(async () => {
-        const all = await eventsOf(runId)
-        return all.some(e => e.kind === 'error') ? all : undefined
-      }, 'the error event of the run', 30_000)
+      // a run writes its last events before its row says failed
+      const events = await eventsOf(runId)
       const lost = events.find(e => e.kind === 'lease' && e.message?.startsWith('lease lost'))!
       const error = events.find(e => e.kind === 'error')!
       expect(lost.phase).toBe('guard')
@@ -295,6 +292,26 @@ describe('failures: where a run failed, its first error event, retry', () => {
       delete settings().runEvents
       await ctx.provider.control.faults({})
     }
+  })
+
+  test('a run writes its last events before its row says how it ended: a reader of the final status finds them all', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 3, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'ends-in-order', mode: 'delta', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsGuard' } })
+    // the run's status as the INSERT of its `end` event sees it (in that statement's own transaction)
+    const statusAtEnd = new Map<string, string>()
+    cds.db.before('INSERT', EVENTS, async function (this: typeof cds.db, req) {
+      const rows = (req.query as { INSERT?: { entries?: Array<{ run_ID: string; kind: string }> } }).INSERT?.entries ?? []
+      const end = rows.find(row => row.kind === 'end')
+      if (end) statusAtEnd.set(end.run_ID, (await this.run(ql.SELECT.one.from(RUNS).columns('status').where({ ID: end.run_ID }))).status)
+    })
+    const completed = await ctx.run('ends-in-order')
+    expect(statusAtEnd.get(completed.runId)).toBe('running')
+    ctx.engine.before('PIPELINE.MAP', 'ends-in-order', () => { throw new Error('cannot map these books') })
+    await ctx.provider.control.seed({ from: 4, count: 1, modifiedAt: '2026-01-02T00:00:00.000Z' })
+    const failed = await failedRun('ends-in-order')
+    expect(statusAtEnd.get(failed.ID)).toBe('running')
+    const kinds = (await eventsOf(failed.ID)).map(e => e.kind)
+    expect(kinds.slice(-2)).toEqual(['error', 'end'])
   })
 
   test('retry() of a failed run starts the pipeline again in its mode; operators and admins only; failed runs only', async () => {
