@@ -117,7 +117,8 @@ function report(result) {
     const target = r.rate >= 1000 ? 2000 : r.rate >= 100 ? 1000 : undefined
     const requestsTarget = r.rate >= 1000 ? ` ${check(r.requestsPerChange <= 0.05)} (≤ 0.05)` : ''
     console.log(`  ${String(r.rate).padStart(5)}/s (achieved ${r.achievedRate}/s): p50 ${r.p50} ms, p95 ${r.p95} ms${target ? ` ${check(r.p95 !== null && r.p95 <= target)} (p95 ≤ ${target})` : ''}; ${r.requestsPerChange} provider requests per change${requestsTarget}; ${r.lost} lost`)
-    console.log(`         change → received p50/p95 ${r.receivedP50}/${r.receivedP95} ms, → applied ${r.appliedP50}/${r.appliedP95} ms; CPU per change provider ${r.providerCpuPerChange} ms, consumer ${r.consumerCpuPerChange} ms`)
+    console.log(`         change → received p50/p95 ${r.receivedP50}/${r.receivedP95} ms, → applied ${r.appliedP50}/${r.appliedP95} ms; CPU per change provider ${r.providerCpuPerChange} ms, consumer ${r.consumerCpuPerChange} ms, driver ${r.driverCpuPerChange} ms, poller ${r.pollerCpuPerChange} ms`)
+    if (r.consumer) console.log(`         consumer stages p50/p95 (ms): ${Object.entries(r.consumer).map(([k, v]) => `${k} ${v.p50}/${v.p95}${v.n !== undefined ? ` (n ${v.n})` : ''}`).join(', ')}`)
   }
   if (result.drop) {
     const d = result.drop
@@ -164,11 +165,12 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     await post(provider.url, '/control/reset', {})
 
     watcher = await startPoller(consumerDb.config)
-    const cpu = () => [processCpuMs(provider.child.pid), workers.reduce((sum, w) => sum + (processCpuMs(w.pid) ?? 0), 0)]
-    const [providerCpu, consumerCpu] = cpu()
+    const driverCpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000 }
+    const cpu = () => [processCpuMs(provider.child.pid), workers.reduce((sum, w) => sum + (processCpuMs(w.pid) ?? 0), 0), driverCpuMs(), processCpuMs(watcher.pid) ?? 0]
+    const [providerCpu, consumerCpu, driverCpu, pollerCpu] = cpu()
     const { changes, achievedRate, failedChanges } = await drive(provider.url, rate, watcher, provider)
     const settled = await settle(watcher, workers[0], changes, dropEvery ? 5_000 : 30_000)
-    const [providerCpuAfter, consumerCpuAfter] = cpu()
+    const [providerCpuAfter, consumerCpuAfter, driverCpuAfter, pollerCpuAfter] = cpu()
     const lags = await workers[0].ask({ type: 'lags' })
     const stats = await (await fetch(`${provider.url}/control/stats`)).json()
     const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
@@ -182,6 +184,11 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
       receivedP50: lags.received.p50, receivedP95: lags.received.p95, appliedP50: lags.applied?.p50 ?? null, appliedP95: lags.applied?.p95 ?? null,
       providerCpuPerChange: round((providerCpuAfter - providerCpu) / changes.length, 3),
       consumerCpuPerChange: round((consumerCpuAfter - consumerCpu) / changes.length, 3),
+      // the bench's own processes: the driver (this one, with the settle loop) and the replica poller
+      driverCpuPerChange: round((driverCpuAfter - driverCpu) / changes.length, 3),
+      pollerCpuPerChange: round((pollerCpuAfter - pollerCpu) / changes.length, 3),
+      // where the consumer's lag builds up (first instance; ms): the key store's write, the wait of a stored key for its micro-batch, a batch's fetch and apply
+      consumer: lags.stages,
     }
     if (dropEvery) {
       phase.missingBeforeDelta = settled.missing
@@ -338,6 +345,7 @@ async function worker() {
         await sleep(200)
       }
     }
+    const stages = instrument(engine, await engine.registry.prepare(PIPELINE))
     // change time (the message's `time` header) → receipt, per inbound message
     const received = []
     const messaging = await cds.connect.to('messaging')
@@ -350,7 +358,7 @@ async function worker() {
       if (message.type === 'lags') {
         received.sort((a, b) => a - b)
         const at = q => received[Math.min(received.length - 1, Math.floor(q * received.length))] ?? null
-        process.send({ type: 'answer', id: message.id, value: { received: { p50: at(0.5), p95: at(0.95) }, applied: engine.eventReplication?.stats.percentiles(PIPELINE) } })
+        process.send({ type: 'answer', id: message.id, value: { received: { p50: at(0.5), p95: at(0.95) }, applied: engine.eventReplication?.stats.percentiles(PIPELINE), stages: stages() } })
       }
       if (message.type === 'rows') process.send({ type: 'answer', id: message.id, value: await cds.run(SELECT.from('emitconsumer.Orders').columns('ID', 'seq')) })
       if (message.type === 'delta') {
@@ -369,6 +377,47 @@ async function worker() {
   }
 }
 
+/**
+ * Timings of the consumer's stages, by wrapping the plugin's key store and the pipeline's source
+ * (instance methods; nothing of the plugin changes): `store` a message's keys from receipt until
+ * stored (gathering + write), `wait` a stored key until its micro-batch takes it (window, a drain
+ * under way), `fetch` a batch's key-list reads, `apply` a batch from taking its keys to its commit
+ * (guard, fetch, map, write, removal), `batch` keys per micro-batch.
+ */
+function instrument(engine, prepared) {
+  const series = { store: [], wait: [], fetch: [], apply: [], batch: [] }
+  const keys = engine.eventReplication.keys
+  const storedAt = new Map()
+  const put = keys.put.bind(keys)
+  keys.put = async (pipeline, list, ...rest) => {
+    const start = Date.now()
+    await put(pipeline, list, ...rest)
+    const now = Date.now()
+    series.store.push(now - start)
+    for (const { key } of list) storedAt.set(JSON.stringify(key), now)
+  }
+  const take = keys.take.bind(keys)
+  keys.take = async (...args) => {
+    const rows = await take(...args)
+    const now = Date.now()
+    for (const row of rows) { const at = storedAt.get(row.recordKey); if (at !== undefined) { series.wait.push(now - at); storedAt.delete(row.recordKey) } }
+    if (rows.length) series.batch.push(rows.length)
+    rows.takenAt = now
+    return rows
+  }
+  const remove = keys.remove.bind(keys)
+  keys.remove = async (pipeline, rows, tx) => {
+    await remove(pipeline, rows, tx)
+    if (rows.takenAt) series.apply.push(Date.now() - rows.takenAt)
+  }
+  const readWhere = prepared.source.readWhere.bind(prepared.source)
+  prepared.source.readWhere = async (...args) => {
+    const start = Date.now()
+    try { return await readWhere(...args) } finally { series.fetch.push(Date.now() - start) }
+  }
+  return () => Object.fromEntries(Object.entries(series).map(([name, list]) => [name, { p50: round(quantile(list, 0.5)), p95: round(quantile(list, 0.95)), n: list.length }]))
+}
+
 // ---------------------------------------------------------------------------------------------
 // replica poller: its own process, so its reads (synchronous with SQLite) never take the consumer's time
 
@@ -380,6 +429,7 @@ function startPoller(db) {
   child.on('message', message => { if (message.type === 'arrived') arrivals.push(...message.arrivals) })
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve({
+      pid: child.pid,
       arrivals,
       expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
       stop: async () => { if (child.connected) child.send({ type: 'stop' }); await exited },
