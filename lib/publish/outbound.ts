@@ -2,9 +2,9 @@
  * The messages `@federation.emit` sends for one transaction. The keys of its changes are gathered
  * and emitted together when it commits: consecutive changes of one topic (the 50 UPDATEs of a
  * batch, a bulk UPDATE's rows) become one message whose `data` is the array of their keys, at most
- * `emit.keysPerMessage` keys each; a single key stays `{ ID: 42 }`. A topic change starts a new
- * message, so the messages keep the order of the changes (Created, Deleted, Created of one key
- * stays three messages).
+ * `emit.keysPerMessage` keys each; a message with one key carries it as before, `{ ID: 42 }`. A
+ * topic change starts a new message, so the messages keep the order of the changes (Created,
+ * Deleted, Created of one key stays three messages).
  *
  * On an outboxed messaging service (CAP's default for redis-, enterprise-messaging, kafka, …) the
  * messages are written into CAP's outbox when the transaction is about to commit (the context's
@@ -59,11 +59,13 @@ function isQueued(srv: unknown): boolean {
   return typeof unqueued === 'function' && unqueued(srv) !== srv
 }
 
-/** The messages of a run: `{ keys }` alone, or arrays of at most `perMessage` keys. */
+/** The messages of a run, at most `perMessage` keys each: `data` the array of their keys, or the keys themselves for a lone key. */
 export function messagesOf(event: string, keys: Keys[], time: string, perMessage: number): Array<{ event: string; data: object; headers: Record<string, string> }> {
-  if (perMessage === 1 || keys.length === 1) return keys.map(data => ({ event, data, headers: { time } }))
   const messages = []
-  for (let i = 0; i < keys.length; i += perMessage) messages.push({ event, data: keys.slice(i, i + perMessage), headers: { time } })
+  for (let i = 0; i < keys.length; i += perMessage) {
+    const part = keys.slice(i, i + perMessage)
+    messages.push({ event, data: part.length === 1 ? part[0] : part, headers: { time } })
+  }
   return messages
 }
 

@@ -164,10 +164,12 @@ describe('@federation.emit on a provider app', () => {
   })
 })
 
-describe('@federation.emit on a messaging service without the outbox (outboxed: false)', () => {
+describe('@federation.emit on a messaging service without the outbox (outboxed: false), emit.keysPerMessage 2', () => {
   let direct: RunningApp
   beforeAll(async () => {
-    direct = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: messagingConfig(prefix, { outboxed: false }) } })
+    const config = JSON.parse(messagingConfig(prefix, { outboxed: false }))
+    config.requires['data-pipeline'] = { emit: { keysPerMessage: 2 } }
+    direct = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: JSON.stringify(config) } })
   })
   afterAll(async () => { await direct?.stop() })
 
@@ -178,5 +180,14 @@ describe('@federation.emit on a messaging service without the outbox (outboxed: 
     await ok('PATCH', 'Orders(100)', { status: 'paid' }, direct)
     await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 100 }), 'Orders.Updated of 100')
     expect(await messagesFor(`${ENTITY}.Updated`, { ID: 100 })).toHaveLength(1)
+  })
+
+  test('a transaction of 5 changes: messages of at most 2 keys, a lone key as the keys themselves', async () => {
+    await ok('POST', 'seed', { count: 5, from: 2001 }, direct)
+    await ok('POST', 'touch', { IDs: [2001, 2002, 2003, 2004, 2005], from: 1 }, direct)
+    await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 2005 }), 'the Updated of the last row')
+    const messages = (await subscriber.received()).filter(m => m.event === `${ENTITY}.Updated` && keysIn(m).some(k => (k.ID as number) > 2000))
+    expect(messages.map(m => m.data).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))))
+      .toEqual([[{ ID: 2001 }, { ID: 2002 }], [{ ID: 2003 }, { ID: 2004 }], { ID: 2005 }])
   })
 })

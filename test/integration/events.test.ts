@@ -137,12 +137,12 @@ describe('CAP to CAP', () => {
 
 describe('messages carrying many keys', () => {
   test("a message whose data is an array of keys (@federation.emit's transaction of 100 changes) applies all of them, beside one-key messages", async () => {
-    await ctx.provider.control.seed({ from: 601, count: 101 })
+    await ctx.provider.control.seed({ from: 801, count: 101 })
     await ctx.engine.addPipeline({ name: 'ev-array', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBurst' }, events: SERVICE } as never)
-    await bus.emit('Provider.Books.Updated', Array.from({ length: 100 }, (_, i) => ({ ID: 601 + i })), { time: new Date().toISOString() })
-    await bus.emit('Provider.Books.Created', { ID: 701 })
+    await bus.emit('Provider.Books.Updated', Array.from({ length: 100 }, (_, i) => ({ ID: 801 + i })), { time: new Date().toISOString() })
+    await bus.emit('Provider.Books.Created', { ID: 901 })
     await waitFor(async () => ((await all('consumer.EvBurst')) as Data[]).length === 101, 'the 100 keys of one message and the single one')
-    expect((await all('consumer.EvBurst')).map(r => r.ID)).toEqual(Array.from({ length: 101 }, (_, i) => 601 + i))
+    expect((await all('consumer.EvBurst')).map(r => r.ID)).toEqual(Array.from({ length: 101 }, (_, i) => 801 + i))
   })
 })
 
