@@ -9,8 +9,10 @@
  * Phases, each with a fresh provider (file SQLite, seeded with BENCH_EVENTS_ROWS orders written
  * straight into its database) and fresh consumers (a full copy first, then the clock starts):
  *   rate <r>   one consumer on a SQLite file; a driver changes r orders per second for
- *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, each
- *              emitting its own message; orders round-robin over the seeded ones). Latency of a change:
+ *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, or with
+ *              BENCH_EVENTS_WRITE=bulk one UPSERT of the tick's orders, through the service so that
+ *              `@federation.emit` announces them — one message per request's transaction; orders
+ *              round-robin over the seeded ones). Latency of a change:
  *              from the driver's answer (the change committed) until the consumer's replica holds that
  *              change or a later one (a poller process of its own reads the replica every 20 ms for the orders
  *              it waits for, so figures carry up to ~20 ms of polling and the consumer's CPU is its own);
@@ -32,8 +34,12 @@
  * BENCH_EVENTS_PROVIDER_SYNC=NORMAL (the provider's SQLite `synchronous`; FULL: an fsync per commit),
  * BENCH_EVENTS_REPEAT=1 (runs per phase; the table shows the median p50/p95 of the runs),
  * BENCH_EVENTS_PROFILE=<dir> (V8 CPU profiles of the provider and the consumers),
- * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
- * Output: a table, and bench/results/latest.json (key `events`).
+ * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run),
+ * BENCH_EVENTS_WRITE=each|bulk (see `rate`), BENCH_EVENTS_KEYS_PER_MESSAGE (the provider's `emit.keysPerMessage`;
+ * 1: a message per changed row).
+ * Output: a table, and bench/results/latest.json (key `events`): per phase also the CPU per change of the
+ * provider, the consumers, the driver and the replica poller, and where the first consumer's lag builds up
+ * (`consumer`: store, wait, fetch, apply — see instrument()).
  */
 import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -74,6 +80,10 @@ const PROVIDER_SYNC = env('BENCH_EVENTS_PROVIDER_SYNC', 'NORMAL')
 /** Who publishes the changes: `emit` (the provider's `@federation.emit` through CAP's outbox) or `direct` (the provider publishes after its commit, without an outbox, as S/4HANA does: the consumer's path alone). */
 const SOURCE = env('BENCH_EVENTS_SOURCE', 'emit')
 const REPEAT = Math.max(1, Number(env('BENCH_EVENTS_REPEAT', 1)))
+/** How the provider writes a tick's changes: `each` (one UPDATE per order through the service) or `bulk` (one UPSERT of the tick's orders through the service). */
+const WRITE = env('BENCH_EVENTS_WRITE', 'each')
+/** The provider's `emit.keysPerMessage` (unset: the plugin's default; 1: one message per changed row, as before coalescing). */
+const KEYS_PER_MESSAGE = process.env.BENCH_EVENTS_KEYS_PER_MESSAGE ? Number(process.env.BENCH_EVENTS_KEYS_PER_MESSAGE) : undefined
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
 const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
@@ -86,7 +96,7 @@ else await main()
 // orchestrator
 
 async function main() {
-  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}`)
+  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}, written ${WRITE === 'bulk' ? 'as one UPSERT per tick' : 'one UPDATE per change'}`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
   const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
   try {
@@ -151,7 +161,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
   const provider = await startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
     cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK } } }) },
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK }, ...(KEYS_PER_MESSAGE ? { 'data-pipeline': { emit: { keysPerMessage: KEYS_PER_MESSAGE } } } : {}) } }) },
     ready: /server listening on \{ url: '([^']+)'/,
     name: 'emit-provider',
   })
@@ -175,7 +185,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     const stats = await (await fetch(`${provider.url}/control/stats`)).json()
     const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
     const phase = {
-      rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE,
+      rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE, write: WRITE,
       p50: round(quantile(latencies, 0.5)), p95: round(quantile(latencies, 0.95)), max: round(Math.max(...latencies)),
       requestsPerChange: round(stats.requests / changes.length, 4), providerRequests: stats.requests,
       emitted: stats.emitted, dropped: stats.dropped, lost: settled.missing,
@@ -244,7 +254,7 @@ async function drive(base, rate, watcher, provider) {
     const from = seq
     seq += n
     inFlight++
-    ticks.push(post(base, SOURCE === 'direct' ? '/control/touch' : '/odata/v4/provider/touch', { IDs, from }).catch(error => {
+    ticks.push(post(base, SOURCE === 'direct' ? '/control/touch' : WRITE === 'bulk' ? '/odata/v4/provider/touchBulk' : '/odata/v4/provider/touch', { IDs, from }).catch(error => {
       failed += IDs.length // not expected: the driver does not know whether they committed
       if (failed === IDs.length) console.error(`  a change request failed: ${error.cause?.message ?? error.message}; the provider's last output:\n${provider?.log().slice(-3000)}`)
       throw Object.assign(error, { counted: true })
