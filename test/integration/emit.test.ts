@@ -98,6 +98,17 @@ describe('@federation.emit on a provider app', () => {
     expect(await messagesFor(`${ENTITY}.Updated`, { ID: 3 })).toEqual([])
   })
 
+  test("the messages are written into CAP's outbox inside the transaction: a commit failing after that write emits nothing", async () => {
+    await ok('POST', 'Orders', { ID: 5, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 5 }), 'Orders.Created of 5')
+    const failed = await call('POST', 'updateThenFailAtCommit', { ID: 5, status: 'never' })
+    expect(failed.status).toBe(409)
+    expect((await ok('GET', 'Orders(5)')).status).toBe('open')
+    await ok('POST', 'Orders', { ID: 6, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 6 }), 'Orders.Created of 6')
+    expect(await messagesFor(`${ENTITY}.Updated`, { ID: 5 })).toEqual([])
+  })
+
   test('a transaction changing 100 rows one by one emits one message carrying all 100 keys, in order', async () => {
     const IDs = Array.from({ length: 100 }, (_, i) => 1001 + i)
     await ok('POST', 'seed', { count: 100, from: 1001 }) // rows 1001..1100 straight into the database: nothing emitted
