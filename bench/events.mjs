@@ -35,6 +35,8 @@
  * BENCH_EVENTS_REPEAT=1 (runs per phase; the table shows the median p50/p95 of the runs),
  * BENCH_EVENTS_PROFILE=<dir> (V8 CPU profiles of the provider and the consumers),
  * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run),
+ * BENCH_EVENTS_FLOOR_SECONDS=5 (with BENCH_EVENTS_WRITE=each: first the provider's own rate of single UPDATEs through its
+ * service without @federation.emit and without consumers, the floor of the "one UPDATE per change" phases; 0: skip),
  * BENCH_EVENTS_WRITE=each|bulk (see `rate`), BENCH_EVENTS_KEYS_PER_MESSAGE (the provider's `emit.keysPerMessage`;
  * 1: a message per changed row).
  * Output: a table, and bench/results/latest.json (key `events`): per phase also the CPU per change of the
@@ -84,6 +86,8 @@ const REPEAT = Math.max(1, Number(env('BENCH_EVENTS_REPEAT', 1)))
 const WRITE = env('BENCH_EVENTS_WRITE', 'each')
 /** The provider's `emit.keysPerMessage` (unset: the plugin's default; 1: one message per changed row, as before coalescing). */
 const KEYS_PER_MESSAGE = process.env.BENCH_EVENTS_KEYS_PER_MESSAGE ? Number(process.env.BENCH_EVENTS_KEYS_PER_MESSAGE) : undefined
+/** Seconds of the provider-floor measurement (0: skip it; it runs only with BENCH_EVENTS_WRITE=each). */
+const FLOOR_SECONDS = Number(env('BENCH_EVENTS_FLOOR_SECONDS', 5))
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
 const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
@@ -100,6 +104,7 @@ async function main() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
   const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
   try {
+    if (WRITE === 'each' && FLOOR_SECONDS > 0 && RATES.length) result.providerFloor = await providerFloor(tmp)
     for (const rate of RATES) {
       const phase = await repeated({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
       result.rates.push(phase)
@@ -123,6 +128,7 @@ async function main() {
 function report(result) {
   const check = ok => (ok === true ? '✓' : '✗')
   console.log('\nchange → replica latency (Redis, provider and consumer in separate processes)')
+  if (result.providerFloor) console.log(`  one UPDATE per change: the provider's own write path caps at ${result.providerFloor.updatesPerSecond}/s on this machine (single UPDATEs through its service, no @federation.emit, no consumers)`)
   for (const r of result.rates) {
     const target = r.rate >= 1000 ? 2000 : r.rate >= 100 ? 1000 : undefined
     const requestsTarget = r.rate >= 1000 ? ` ${check(r.requestsPerChange <= 0.05)} (≤ 0.05)` : ''
@@ -136,7 +142,7 @@ function report(result) {
   }
   if (result.postgres) {
     const { one = {}, three } = result.postgres
-    console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; p95 ${one.p95} / ${three.p95} ms`)
+    console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; keys applied per change ${one.keysAppliedPerChange} / ${three.keysAppliedPerChange}; p95 ${one.p95} / ${three.p95} ms; ${one.lost} / ${three.lost} lost`)
   }
 }
 
@@ -157,14 +163,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
   // no log line per message or request: at a thousand per second the logging would be measured
   const log = { levels: { 'redis-messaging': 'warn', messaging: 'warn', odata: 'warn', remote: 'warn' } }
-  const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
-  await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
-  const provider = await startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
-    cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK }, ...(KEYS_PER_MESSAGE ? { 'data-pipeline': { emit: { keysPerMessage: KEYS_PER_MESSAGE } } } : {}) } }) },
-    ready: /server listening on \{ url: '([^']+)'/,
-    name: 'emit-provider',
-  })
+  const provider = await startEmitProvider(tmp, log, messaging, dropEvery)
   const consumerDb = await consumerDatabase(tmp, db)
   const workers = []
   let watcher
@@ -182,12 +181,15 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     const settled = await settle(watcher, workers[0], changes, dropEvery ? 5_000 : 30_000)
     const [providerCpuAfter, consumerCpuAfter, driverCpuAfter, pollerCpuAfter] = cpu()
     const lags = await workers[0].ask({ type: 'lags' })
+    // keys every instance's micro-batches took: one per change at most (a key changed twice in a window is taken once)
+    const keysTaken = (await Promise.all(workers.map(w => w.ask({ type: 'lags' })))).reduce((sum, l) => sum + (l.stages.batch?.total ?? 0), 0)
     const stats = await (await fetch(`${provider.url}/control/stats`)).json()
     const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
     const phase = {
       rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE, write: WRITE,
       p50: round(quantile(latencies, 0.5)), p95: round(quantile(latencies, 0.95)), max: round(Math.max(...latencies)),
       requestsPerChange: round(stats.requests / changes.length, 4), providerRequests: stats.requests,
+      keysAppliedPerChange: round(keysTaken / changes.length, 3),
       emitted: stats.emitted, dropped: stats.dropped, lost: settled.missing,
       // CPU time per change (ms; consumers summed): what a change costs each side, whatever else runs on the machine
       // where the lag goes (first instance): change → message received (the provider's outbox and Redis), and change → key applied (the plugin's own statistics)
@@ -213,6 +215,50 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     for (const w of workers) await w.stop()
     await provider.stop()
     await consumerDb.drop()
+  }
+}
+
+/** The provider (test/fixtures/emit-provider) on a fresh file SQLite, seeded by the caller. */
+async function startEmitProvider(tmp, log, messaging, dropEvery = 0) {
+  const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
+  await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
+  return startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
+    cwd: PROVIDER_DIR,
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK }, ...(KEYS_PER_MESSAGE ? { 'data-pipeline': { emit: { keysPerMessage: KEYS_PER_MESSAGE } } } : {}) } }) },
+    ready: /server listening on \{ url: '([^']+)'/,
+    name: 'emit-provider',
+  })
+}
+
+/**
+ * The floor of the "one UPDATE per change" phases: the provider's own rate of single UPDATEs
+ * through its service, on an entity without `@federation.emit` and with no consumer running —
+ * requests of a 1,000/s tick's size (50 UPDATEs), as many in flight as the driver allows (8),
+ * for FLOOR_SECONDS. No event path can deliver changes faster than the provider writes them.
+ */
+async function providerFloor(tmp) {
+  console.log('provider floor (one UPDATE per change through the service, no @federation.emit, no consumers) …')
+  const log = { levels: { 'redis-messaging': 'warn', messaging: 'warn', odata: 'warn', remote: 'warn' } }
+  const messaging = { kind: 'redis-messaging', publishPrefix: `bench-events-floor-${process.pid}/`, subscribePrefix: `bench-events-floor-${process.pid}/` }
+  const provider = await startEmitProvider(tmp, log, messaging)
+  try {
+    await post(provider.url, '/odata/v4/provider/seed', { count: ROWS })
+    const perRequest = 50
+    let next = 0, written = 0
+    const started = Date.now()
+    const lane = async () => {
+      while (Date.now() - started < FLOOR_SECONDS * 1000) {
+        const IDs = Array.from({ length: perRequest }, () => (next++ % ROWS) + 1)
+        await post(provider.url, '/odata/v4/provider/touchPlain', { IDs, from: next })
+        written += perRequest
+      }
+    }
+    await Promise.all(Array.from({ length: 8 }, lane))
+    const rate = round(written / ((Date.now() - started) / 1000))
+    console.log(`  ${rate} UPDATEs/s`)
+    return { updatesPerSecond: rate, seconds: FLOOR_SECONDS, perRequest, inFlight: 8 }
+  } finally {
+    await provider.stop()
   }
 }
 
@@ -425,7 +471,7 @@ function instrument(engine, prepared) {
     const start = Date.now()
     try { return await readWhere(...args) } finally { series.fetch.push(Date.now() - start) }
   }
-  return () => Object.fromEntries(Object.entries(series).map(([name, list]) => [name, { p50: round(quantile(list, 0.5)), p95: round(quantile(list, 0.95)), n: list.length }]))
+  return () => Object.fromEntries(Object.entries(series).map(([name, list]) => [name, { p50: round(quantile(list, 0.5)), p95: round(quantile(list, 0.95)), n: list.length, ...(name === 'batch' ? { total: list.reduce((a, b) => a + b, 0) } : {}) }]))
 }
 
 // ---------------------------------------------------------------------------------------------

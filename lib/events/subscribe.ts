@@ -108,6 +108,18 @@ export function keysOf(message: InboundMessage, topic: ResolvedTopic, paths: Rec
   return { keys, unnamed }
 }
 
+/**
+ * What the copies of one message share and no other message has: its `id` (CloudEvents; CAP sets
+ * one with `format: 'cloudevents'`, `@federation.emit` always) with the topic, `source` (an id is
+ * unique per source) and `time`. Undefined without an `id`: such copies cannot be told from two
+ * changes, and are stored apart as before.
+ */
+export function identityOf(message: InboundMessage, topic: string): string | undefined {
+  const { id, source, time } = message.headers ?? {}
+  if ((typeof id !== 'string' && typeof id !== 'number') || id === '') return undefined
+  return JSON.stringify([topic, String(id), source ?? null, time ?? null])
+}
+
 /** The message's time (CloudEvents `time`), else now: where its lag starts. */
 export function eventTimeOf(message: InboundMessage): string {
   const time = message.headers?.time

@@ -2,7 +2,8 @@
  * The messages `@federation.emit` sends for one transaction. The keys of its changes are gathered
  * and emitted together when it commits: consecutive changes of one topic (the 50 UPDATEs of a
  * batch, a bulk UPDATE's rows) become one message whose `data` is the array of their keys, at most
- * `emit.keysPerMessage` keys each; a message with one key carries it as before, `{ ID: 42 }`. A
+ * `emit.keysPerMessage` keys each; a message with one key carries it as before, `{ ID: 42 }`. Each
+ * message has an `id` header (as CloudEvents do). A
  * topic change starts a new message, so the messages keep the order of the changes (Created,
  * Deleted, Created of one key stays three messages).
  *
@@ -14,6 +15,7 @@
  * outbox they are emitted once the transaction succeeded (not retried).
  */
 import cds from '@sap/cds'
+import { randomUUID } from 'node:crypto'
 import { EMIT, LOGGER, SERVICE_NAME } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import type { Keys } from './keys.js'
@@ -64,7 +66,9 @@ export function messagesOf(event: string, keys: Keys[], time: string, perMessage
   const messages = []
   for (let i = 0; i < keys.length; i += perMessage) {
     const part = keys.slice(i, i + perMessage)
-    messages.push({ event, data: part.length === 1 ? part[0] : part, headers: { time } })
+    // `id`: the consumers' instances each receive the message and store its keys once (lib/events/store.ts);
+    // set here, not by CAP at sending, so the outbox sends the same id again on a retry
+    messages.push({ event, data: part.length === 1 ? part[0] : part, headers: { id: randomUUID(), time } })
   }
   return messages
 }

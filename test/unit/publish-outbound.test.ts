@@ -14,8 +14,12 @@ describe('messagesOf', () => {
   const keys = [1, 2, 3, 4, 5].map(ID => ({ ID }))
   test('at most keysPerMessage keys per message, the array of them as data; a lone key as the keys themselves', () => {
     expect(messagesOf('E.Updated', keys, 't', 2).map(m => m.data)).toEqual([[{ ID: 1 }, { ID: 2 }], [{ ID: 3 }, { ID: 4 }], { ID: 5 }])
-    expect(messagesOf('E.Updated', keys, 't', 500)).toEqual([{ event: 'E.Updated', data: keys, headers: { time: 't' } }])
-    expect(messagesOf('E.Created', [{ ID: 7 }], 't', 500)).toEqual([{ event: 'E.Created', data: { ID: 7 }, headers: { time: 't' } }])
+    expect(messagesOf('E.Updated', keys, 't', 500)).toEqual([{ event: 'E.Updated', data: keys, headers: { id: expect.any(String), time: 't' } }])
+    expect(messagesOf('E.Created', [{ ID: 7 }], 't', 500)).toEqual([{ event: 'E.Created', data: { ID: 7 }, headers: { id: expect.any(String), time: 't' } }])
+  })
+  test('every message has an id of its own (consumers collapse fan-out copies by it)', () => {
+    const ids = messagesOf('E.Updated', keys, 't', 2).map(m => m.headers.id)
+    expect(new Set(ids).size).toBe(3)
   })
   test('keysPerMessage 1: one message per key, as a plain S/4-style consumer expects', () => {
     expect(messagesOf('E.Updated', keys, 't', 1).map(m => m.data)).toEqual(keys)
