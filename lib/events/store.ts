@@ -69,6 +69,9 @@ export function derivedVersion(identity: string, index: number): string {
 
 const isDerived = (row: PendingKey) => row.version[14] === '5'
 
+/** The pipeline and the tenant whose database the current step runs in (the batcher's `withinTenant`). */
+const tombstoneSlot = (pipeline: string) => slotOf(pipeline, (cds.context as { tenant?: string } | undefined)?.tenant)
+
 type Runner = { run(query: unknown): Promise<unknown> }
 
 /**
@@ -104,7 +107,7 @@ export class PendingKeys {
   private readonly waiting = new Map<string, Waiting>()
   /** The write under way per pipeline and tenant: at most one at a time, keys arriving meanwhile gather for the next. */
   private readonly writing = new Map<string, Promise<void>>()
-  /** When each pipeline's (and tenant's) old tombstones were last removed. */
+  /** When each pipeline's (and tenant's) old tombstones were last removed; only pipelines this instance left tombstones of. */
   private readonly purged = new Map<string, number>()
 
   /**
@@ -212,8 +215,9 @@ export class PendingKeys {
   /** The oldest waiting keys of a pipeline (at most `limit`); removes its tombstones older than TOMBSTONE_KEEP now and then. */
   async take(pipeline: string, limit: number): Promise<PendingKey[]> {
     const db = await connect('db')
-    const slot = slotOf(pipeline, (cds.context as { tenant?: string } | undefined)?.tenant)
-    if (Date.now() - (this.purged.get(slot) ?? 0) >= PURGE_EVERY) {
+    const slot = tombstoneSlot(pipeline)
+    const since = this.purged.get(slot)
+    if (since !== undefined && Date.now() - since >= PURGE_EVERY) {
       this.purged.set(slot, Date.now())
       await db.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([
         { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, '<', { val: new Date(Date.now() - TOMBSTONE_KEEP).toISOString() },
@@ -234,6 +238,8 @@ export class PendingKeys {
   async remove(pipeline: string, rows: PendingKey[], tx?: Runner): Promise<void> {
     const runner = tx ?? await connect('db')
     const appliedAt = new Date().toISOString()
+    const slot = tombstoneSlot(pipeline)
+    if (!this.purged.has(slot) && rows.some(isDerived)) this.purged.set(slot, Date.now())
     for (const part of chunk(ordered(rows), REMOVE_CHUNK)) {
       for (const [derived, list] of [[false, part.filter(row => !isDerived(row))], [true, part.filter(isDerived)]] as const) {
         if (!list.length) continue
