@@ -164,15 +164,13 @@ export class EventBatcher {
       LOG.error(`${this.label}: event batch not applied: ${(error as Error).message}`)
       return { outcome: 'failed', rows: [] }
     }
-    let rows: PendingKey[] = []
+    let rows: PendingKey[]
     const status = before?.status === 'failed' ? 'failed' : 'idle'
     try {
+      // a failing take (the database) fails the drain, which tries again after a pause
       rows = await keys.take(this.name, this.settings.maxBatch)
       if (!rows.length) return { outcome: 'applied', rows }
       return { outcome: await this.apply(prepared, rows, batchId, before?.enabled === false), rows }
-    } catch (error) {
-      LOG.error(`${this.label}: event keys could not be taken: ${(error as Error).message}`)
-      return { outcome: 'failed', rows }
     } finally {
       await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`${this.label}: event batch could not release the guard: ${(e as Error).message}`))
     }
