@@ -9,8 +9,10 @@
  * Phases, each with a fresh provider (file SQLite, seeded with BENCH_EVENTS_ROWS orders written
  * straight into its database) and fresh consumers (a full copy first, then the clock starts):
  *   rate <r>   one consumer on a SQLite file; a driver changes r orders per second for
- *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, each
- *              emitting its own message; orders round-robin over the seeded ones). Latency of a change:
+ *              BENCH_EVENTS_SECONDS (one provider request per 50 ms tick: one UPDATE per order, or with
+ *              BENCH_EVENTS_WRITE=bulk one UPSERT of the tick's orders, through the service so that
+ *              `@federation.emit` announces them — one message per request's transaction; orders
+ *              round-robin over the seeded ones). Latency of a change:
  *              from the driver's answer (the change committed) until the consumer's replica holds that
  *              change or a later one (a poller process of its own reads the replica every 20 ms for the orders
  *              it waits for, so figures carry up to ~20 ms of polling and the consumer's CPU is its own);
@@ -32,8 +34,14 @@
  * BENCH_EVENTS_PROVIDER_SYNC=NORMAL (the provider's SQLite `synchronous`; FULL: an fsync per commit),
  * BENCH_EVENTS_REPEAT=1 (runs per phase; the table shows the median p50/p95 of the runs),
  * BENCH_EVENTS_PROFILE=<dir> (V8 CPU profiles of the provider and the consumers),
- * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run).
- * Output: a table, and bench/results/latest.json (key `events`).
+ * BENCH_EVENTS_OFF=1 (the control: consumers without `events`, so nothing arrives but by the delta run),
+ * BENCH_EVENTS_FLOOR_SECONDS=5 (with BENCH_EVENTS_WRITE=each: first the provider's own rate of single UPDATEs through its
+ * service without @federation.emit and without consumers, the floor of the "one UPDATE per change" phases; 0: skip),
+ * BENCH_EVENTS_WRITE=each|bulk (see `rate`), BENCH_EVENTS_KEYS_PER_MESSAGE (the provider's `emit.keysPerMessage`;
+ * 1: a message per changed row).
+ * Output: a table, and bench/results/latest.json (key `events`): per phase also the CPU per change of the
+ * provider, the consumers, the driver and the replica poller, and where the first consumer's lag builds up
+ * (`consumer`: store, wait, fetch, apply — see instrument()).
  */
 import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -74,6 +82,12 @@ const PROVIDER_SYNC = env('BENCH_EVENTS_PROVIDER_SYNC', 'NORMAL')
 /** Who publishes the changes: `emit` (the provider's `@federation.emit` through CAP's outbox) or `direct` (the provider publishes after its commit, without an outbox, as S/4HANA does: the consumer's path alone). */
 const SOURCE = env('BENCH_EVENTS_SOURCE', 'emit')
 const REPEAT = Math.max(1, Number(env('BENCH_EVENTS_REPEAT', 1)))
+/** How the provider writes a tick's changes: `each` (one UPDATE per order through the service) or `bulk` (one UPSERT of the tick's orders through the service). */
+const WRITE = env('BENCH_EVENTS_WRITE', 'each')
+/** The provider's `emit.keysPerMessage` (unset: the plugin's default; 1: one message per changed row, as before coalescing). */
+const KEYS_PER_MESSAGE = process.env.BENCH_EVENTS_KEYS_PER_MESSAGE ? Number(process.env.BENCH_EVENTS_KEYS_PER_MESSAGE) : undefined
+/** Seconds of the provider-floor measurement (0: skip it; it runs only with BENCH_EVENTS_WRITE=each). */
+const FLOOR_SECONDS = Number(env('BENCH_EVENTS_FLOOR_SECONDS', 5))
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
 const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
@@ -86,10 +100,11 @@ else await main()
 // orchestrator
 
 async function main() {
-  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}`)
+  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}, written ${WRITE === 'bulk' ? 'as one UPSERT per tick' : 'one UPDATE per change'}`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
   const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
   try {
+    if (WRITE === 'each' && FLOOR_SECONDS > 0 && RATES.length) result.providerFloor = await providerFloor(tmp)
     for (const rate of RATES) {
       const phase = await repeated({ tmp, label: `rate ${rate}/s`, rate, db: 'sqlite' })
       result.rates.push(phase)
@@ -113,11 +128,13 @@ async function main() {
 function report(result) {
   const check = ok => (ok === true ? '✓' : '✗')
   console.log('\nchange → replica latency (Redis, provider and consumer in separate processes)')
+  if (result.providerFloor) console.log(`  one UPDATE per change: the provider's own write path caps at ${result.providerFloor.updatesPerSecond}/s on this machine (single UPDATEs through its service, no @federation.emit, no consumers)`)
   for (const r of result.rates) {
     const target = r.rate >= 1000 ? 2000 : r.rate >= 100 ? 1000 : undefined
     const requestsTarget = r.rate >= 1000 ? ` ${check(r.requestsPerChange <= 0.05)} (≤ 0.05)` : ''
     console.log(`  ${String(r.rate).padStart(5)}/s (achieved ${r.achievedRate}/s): p50 ${r.p50} ms, p95 ${r.p95} ms${target ? ` ${check(r.p95 !== null && r.p95 <= target)} (p95 ≤ ${target})` : ''}; ${r.requestsPerChange} provider requests per change${requestsTarget}; ${r.lost} lost`)
-    console.log(`         change → received p50/p95 ${r.receivedP50}/${r.receivedP95} ms, → applied ${r.appliedP50}/${r.appliedP95} ms; CPU per change provider ${r.providerCpuPerChange} ms, consumer ${r.consumerCpuPerChange} ms`)
+    console.log(`         change → received p50/p95 ${r.receivedP50}/${r.receivedP95} ms, → applied ${r.appliedP50}/${r.appliedP95} ms; CPU per change provider ${r.providerCpuPerChange} ms, consumer ${r.consumerCpuPerChange} ms, driver ${r.driverCpuPerChange} ms, poller ${r.pollerCpuPerChange} ms`)
+    if (r.consumer) console.log(`         consumer stages p50/p95 (ms): ${Object.entries(r.consumer).map(([k, v]) => `${k} ${v.p50}/${v.p95}${v.n !== undefined ? ` (n ${v.n})` : ''}`).join(', ')}`)
   }
   if (result.drop) {
     const d = result.drop
@@ -125,7 +142,7 @@ function report(result) {
   }
   if (result.postgres) {
     const { one = {}, three } = result.postgres
-    console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; p95 ${one.p95} / ${three.p95} ms`)
+    console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; keys applied per change ${one.keysAppliedPerChange} / ${three.keysAppliedPerChange}; p95 ${one.p95} / ${three.p95} ms; ${one.lost} / ${three.lost} lost`)
   }
 }
 
@@ -146,14 +163,7 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
   // no log line per message or request: at a thousand per second the logging would be measured
   const log = { levels: { 'redis-messaging': 'warn', messaging: 'warn', odata: 'warn', remote: 'warn' } }
-  const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
-  await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
-  const provider = await startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
-    cwd: PROVIDER_DIR,
-    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK } } }) },
-    ready: /server listening on \{ url: '([^']+)'/,
-    name: 'emit-provider',
-  })
+  const provider = await startEmitProvider(tmp, log, messaging, dropEvery)
   const consumerDb = await consumerDatabase(tmp, db)
   const workers = []
   let watcher
@@ -164,24 +174,33 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     await post(provider.url, '/control/reset', {})
 
     watcher = await startPoller(consumerDb.config)
-    const cpu = () => [processCpuMs(provider.child.pid), workers.reduce((sum, w) => sum + (processCpuMs(w.pid) ?? 0), 0)]
-    const [providerCpu, consumerCpu] = cpu()
+    const driverCpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000 }
+    const cpu = () => [processCpuMs(provider.child.pid), workers.reduce((sum, w) => sum + (processCpuMs(w.pid) ?? 0), 0), driverCpuMs(), processCpuMs(watcher.pid) ?? 0]
+    const [providerCpu, consumerCpu, driverCpu, pollerCpu] = cpu()
     const { changes, achievedRate, failedChanges } = await drive(provider.url, rate, watcher, provider)
     const settled = await settle(watcher, workers[0], changes, dropEvery ? 5_000 : 30_000)
-    const [providerCpuAfter, consumerCpuAfter] = cpu()
+    const [providerCpuAfter, consumerCpuAfter, driverCpuAfter, pollerCpuAfter] = cpu()
     const lags = await workers[0].ask({ type: 'lags' })
+    // keys every instance's micro-batches took: one per change at most (a key changed twice in a window is taken once)
+    const keysTaken = (await Promise.all(workers.map(w => w.ask({ type: 'lags' })))).reduce((sum, l) => sum + (l.stages.batch?.total ?? 0), 0)
     const stats = await (await fetch(`${provider.url}/control/stats`)).json()
     const latencies = changes.filter(c => c.arrived).map(c => c.arrived - c.committed)
     const phase = {
-      rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE,
+      rate, achievedRate, changes: changes.length, failedChanges, instances, db, source: SOURCE, write: WRITE,
       p50: round(quantile(latencies, 0.5)), p95: round(quantile(latencies, 0.95)), max: round(Math.max(...latencies)),
       requestsPerChange: round(stats.requests / changes.length, 4), providerRequests: stats.requests,
+      keysAppliedPerChange: round(keysTaken / changes.length, 3),
       emitted: stats.emitted, dropped: stats.dropped, lost: settled.missing,
       // CPU time per change (ms; consumers summed): what a change costs each side, whatever else runs on the machine
       // where the lag goes (first instance): change → message received (the provider's outbox and Redis), and change → key applied (the plugin's own statistics)
       receivedP50: lags.received.p50, receivedP95: lags.received.p95, appliedP50: lags.applied?.p50 ?? null, appliedP95: lags.applied?.p95 ?? null,
       providerCpuPerChange: round((providerCpuAfter - providerCpu) / changes.length, 3),
       consumerCpuPerChange: round((consumerCpuAfter - consumerCpu) / changes.length, 3),
+      // the bench's own processes: the driver (this one, with the settle loop) and the replica poller
+      driverCpuPerChange: round((driverCpuAfter - driverCpu) / changes.length, 3),
+      pollerCpuPerChange: round((pollerCpuAfter - pollerCpu) / changes.length, 3),
+      // where the consumer's lag builds up (first instance; ms): the key store's write, the wait of a stored key for its micro-batch, a batch's fetch and apply
+      consumer: lags.stages,
     }
     if (dropEvery) {
       phase.missingBeforeDelta = settled.missing
@@ -196,6 +215,50 @@ async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
     for (const w of workers) await w.stop()
     await provider.stop()
     await consumerDb.drop()
+  }
+}
+
+/** The provider (test/fixtures/emit-provider) on a fresh file SQLite, seeded by the caller. */
+async function startEmitProvider(tmp, log, messaging, dropEvery = 0) {
+  const providerDb = { kind: 'sqlite', credentials: { url: path.join(tmp, `provider-${Date.now()}.sqlite`) } }
+  await deployApp(PROVIDER_DIR, { CDS_CONFIG: JSON.stringify({ requires: { db: providerDb } }) })
+  return startChild([...profileArgs, createRequire(import.meta.url).resolve('@sap/cds/bin/serve.js'), '--port', '0'], {
+    cwd: PROVIDER_DIR,
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', EMIT_DROP_EVERY: String(dropEvery), EMIT_SQLITE_SYNCHRONOUS: PROVIDER_SYNC, CDS_CONFIG: JSON.stringify({ log, requires: { db: providerDb, messaging, queue: { chunkSize: QUEUE_CHUNK }, ...(KEYS_PER_MESSAGE ? { 'data-pipeline': { emit: { keysPerMessage: KEYS_PER_MESSAGE } } } : {}) } }) },
+    ready: /server listening on \{ url: '([^']+)'/,
+    name: 'emit-provider',
+  })
+}
+
+/**
+ * The floor of the "one UPDATE per change" phases: the provider's own rate of single UPDATEs
+ * through its service, on an entity without `@federation.emit` and with no consumer running —
+ * requests of a 1,000/s tick's size (50 UPDATEs), as many in flight as the driver allows (8),
+ * for FLOOR_SECONDS. No event path can deliver changes faster than the provider writes them.
+ */
+async function providerFloor(tmp) {
+  console.log('provider floor (one UPDATE per change through the service, no @federation.emit, no consumers) …')
+  const log = { levels: { 'redis-messaging': 'warn', messaging: 'warn', odata: 'warn', remote: 'warn' } }
+  const messaging = { kind: 'redis-messaging', publishPrefix: `bench-events-floor-${process.pid}/`, subscribePrefix: `bench-events-floor-${process.pid}/` }
+  const provider = await startEmitProvider(tmp, log, messaging)
+  try {
+    await post(provider.url, '/odata/v4/provider/seed', { count: ROWS })
+    const perRequest = 50
+    let next = 0, written = 0
+    const started = Date.now()
+    const lane = async () => {
+      while (Date.now() - started < FLOOR_SECONDS * 1000) {
+        const IDs = Array.from({ length: perRequest }, () => (next++ % ROWS) + 1)
+        await post(provider.url, '/odata/v4/provider/touchPlain', { IDs, from: next })
+        written += perRequest
+      }
+    }
+    await Promise.all(Array.from({ length: 8 }, lane))
+    const rate = round(written / ((Date.now() - started) / 1000))
+    console.log(`  ${rate} UPDATEs/s`)
+    return { updatesPerSecond: rate, seconds: FLOOR_SECONDS, perRequest, inFlight: 8 }
+  } finally {
+    await provider.stop()
   }
 }
 
@@ -237,7 +300,7 @@ async function drive(base, rate, watcher, provider) {
     const from = seq
     seq += n
     inFlight++
-    ticks.push(post(base, SOURCE === 'direct' ? '/control/touch' : '/odata/v4/provider/touch', { IDs, from }).catch(error => {
+    ticks.push(post(base, SOURCE === 'direct' ? '/control/touch' : WRITE === 'bulk' ? '/odata/v4/provider/touchBulk' : '/odata/v4/provider/touch', { IDs, from }).catch(error => {
       failed += IDs.length // not expected: the driver does not know whether they committed
       if (failed === IDs.length) console.error(`  a change request failed: ${error.cause?.message ?? error.message}; the provider's last output:\n${provider?.log().slice(-3000)}`)
       throw Object.assign(error, { counted: true })
@@ -338,6 +401,7 @@ async function worker() {
         await sleep(200)
       }
     }
+    const stages = instrument(engine, await engine.registry.prepare(PIPELINE))
     // change time (the message's `time` header) → receipt, per inbound message
     const received = []
     const messaging = await cds.connect.to('messaging')
@@ -350,7 +414,7 @@ async function worker() {
       if (message.type === 'lags') {
         received.sort((a, b) => a - b)
         const at = q => received[Math.min(received.length - 1, Math.floor(q * received.length))] ?? null
-        process.send({ type: 'answer', id: message.id, value: { received: { p50: at(0.5), p95: at(0.95) }, applied: engine.eventReplication?.stats.percentiles(PIPELINE) } })
+        process.send({ type: 'answer', id: message.id, value: { received: { p50: at(0.5), p95: at(0.95) }, applied: engine.eventReplication?.stats.percentiles(PIPELINE), stages: stages() } })
       }
       if (message.type === 'rows') process.send({ type: 'answer', id: message.id, value: await cds.run(SELECT.from('emitconsumer.Orders').columns('ID', 'seq')) })
       if (message.type === 'delta') {
@@ -369,6 +433,47 @@ async function worker() {
   }
 }
 
+/**
+ * Timings of the consumer's stages, by wrapping the plugin's key store and the pipeline's source
+ * (instance methods; nothing of the plugin changes): `store` a message's keys from receipt until
+ * stored (gathering + write), `wait` a stored key until its micro-batch takes it (window, a drain
+ * under way), `fetch` a batch's key-list reads, `apply` a batch from taking its keys to its commit
+ * (guard, fetch, map, write, removal), `batch` keys per micro-batch.
+ */
+function instrument(engine, prepared) {
+  const series = { store: [], wait: [], fetch: [], apply: [], batch: [] }
+  const keys = engine.eventReplication.keys
+  const storedAt = new Map()
+  const put = keys.put.bind(keys)
+  keys.put = async (pipeline, list, ...rest) => {
+    const start = Date.now()
+    await put(pipeline, list, ...rest)
+    const now = Date.now()
+    series.store.push(now - start)
+    for (const { key } of list) storedAt.set(JSON.stringify(key), now)
+  }
+  const take = keys.take.bind(keys)
+  keys.take = async (...args) => {
+    const rows = await take(...args)
+    const now = Date.now()
+    for (const row of rows) { const at = storedAt.get(row.recordKey); if (at !== undefined) { series.wait.push(now - at); storedAt.delete(row.recordKey) } }
+    if (rows.length) series.batch.push(rows.length)
+    rows.takenAt = now
+    return rows
+  }
+  const remove = keys.remove.bind(keys)
+  keys.remove = async (pipeline, rows, tx) => {
+    await remove(pipeline, rows, tx)
+    if (rows.takenAt) series.apply.push(Date.now() - rows.takenAt)
+  }
+  const readWhere = prepared.source.readWhere.bind(prepared.source)
+  prepared.source.readWhere = async (...args) => {
+    const start = Date.now()
+    try { return await readWhere(...args) } finally { series.fetch.push(Date.now() - start) }
+  }
+  return () => Object.fromEntries(Object.entries(series).map(([name, list]) => [name, { p50: round(quantile(list, 0.5)), p95: round(quantile(list, 0.95)), n: list.length, ...(name === 'batch' ? { total: list.reduce((a, b) => a + b, 0) } : {}) }]))
+}
+
 // ---------------------------------------------------------------------------------------------
 // replica poller: its own process, so its reads (synchronous with SQLite) never take the consumer's time
 
@@ -380,6 +485,7 @@ function startPoller(db) {
   child.on('message', message => { if (message.type === 'arrived') arrivals.push(...message.arrivals) })
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve({
+      pid: child.pid,
       arrivals,
       expect: batch => { if (child.connected) child.send({ type: 'expect', batch: batch.map(c => [c.ID, c.seq]) }) },
       stop: async () => { if (child.connected) child.send({ type: 'stop' }); await exited },

@@ -162,7 +162,8 @@ aspect sourced {
 /**
  * Event-driven replication (README "Event-driven replication"): the keys a pipeline's messages
  * named and that wait for their micro-batch, one row per key (a newer message of the same key
- * replaces the row: the last state wins). Rows leave once their batch is written, so a crash
+ * replaces the row: the last state wins). Rows leave once their batch is written (those of identified
+ * messages stay a minute as tombstones, so fan-out copies apply once), so a crash
  * between receipt and write loses nothing, and every instance on one database sees them.
  */
 entity PipelineEventKeys {
@@ -174,8 +175,13 @@ entity PipelineEventKeys {
       payload   : LargeString;
       /** The message's time (`headers.time`), else when it was received: the start of its lag. */
       eventTime : Timestamp;
-      /** Changes with every message of the key: a batch removes only the rows it applied. */
+      /**
+       * Changes with every message of the key: a batch removes only the rows it applied. Derived
+       * from the message's identity (CloudEvents `id`) when it has one, so fan-out copies are one row.
+       */
       version   : UUID;
+      /** Applied (rows of identified messages only): a tombstone that keeps late copies from applying again. */
+      appliedAt : Timestamp;
 }
 
 /** Bounded event statistics: one row per pipeline and minute with events (lag over the last hour). */

@@ -121,6 +121,8 @@ export const EMIT = {
   deleted: 'Deleted',
   /** Keys per existence check / key read of a bulk change. */
   keyChunk: 500,
+  /** Default of `emit.keysPerMessage`: most keys one message carries (a transaction's changes of one topic). */
+  keysPerMessage: 500,
 } as const
 /**
  * What `@federated` alone means: `@federation.replicate` with these options (override under

@@ -16,7 +16,7 @@ import { describeError } from '../engine/run-support.js'
 import type { EventDispatcher, PreparedPipeline } from '../engine/run-types.js'
 import type { Tracker } from '../engine/tracker.js'
 import { applyBatch } from './apply.js'
-import { pause, type PendingKeys } from './store.js'
+import { pause, type PendingKey, type PendingKeys } from './store.js'
 import type { EventStats } from './stats.js'
 import type { ResolvedEvents } from './config.js'
 import { batchSpan } from './span.js'
@@ -115,11 +115,10 @@ export class EventBatcher {
     let busy = BUSY_FIRST
     for (;;) {
       if (this.stopped) return
-      const rows = await this.within(() => this.host.keys.take(this.name, this.settings.maxBatch))
-      if (!rows.length) return
-      const outcome = await this.within(() => this.applyGuarded(rows))
+      if (!(await this.within(() => this.host.keys.hasWaiting(this.name)))) return
+      const { outcome, rows } = await this.within(() => this.applyGuarded())
       if (outcome === 'busy') {
-        // a run holds the pipeline: its keys wait for it to end
+        // a run (or another instance's micro-batch) holds the pipeline: its keys wait for it to end
         await pause(busy)
         busy = Math.min(BUSY_MAX, busy * 2)
         continue
@@ -145,8 +144,13 @@ export class EventBatcher {
     }
   }
 
-  private async applyGuarded(rows: Awaited<ReturnType<PendingKeys['take']>>): Promise<'applied' | 'busy' | 'failed'> {
-    const { tracker, keys, stats } = this.host
+  /**
+   * Takes the oldest waiting keys while holding the guard, and applies them. Taken before the
+   * guard, they could be keys another instance applied meanwhile (its batch ran between this take
+   * and this acquire): each would be fetched and written again.
+   */
+  private async applyGuarded(): Promise<{ outcome: 'applied' | 'busy' | 'failed'; rows: PendingKey[] }> {
+    const { tracker, keys } = this.host
     const batchId = randomUUID()
     // the tenant's tracker row is written on first use there
     if (this.tenant !== undefined) await this.host.ensureInTenant?.(this.name, this.tenant)
@@ -156,14 +160,27 @@ export class EventBatcher {
       prepared = await this.host.prepare(this.name)
       await tracker.acquire(this.name, batchId, prepared.pipeline.leaseDuration)
     } catch (error) {
-      if ((error as { code?: string }).code === 'PIPELINE_RUNNING') return 'busy'
+      if ((error as { code?: string }).code === 'PIPELINE_RUNNING') return { outcome: 'busy', rows: [] }
       LOG.error(`${this.label}: event batch not applied: ${(error as Error).message}`)
-      return 'failed'
+      return { outcome: 'failed', rows: [] }
     }
-    const span = batchSpan(this.name, rows.length)
+    let rows: PendingKey[]
     const status = before?.status === 'failed' ? 'failed' : 'idle'
     try {
-      if (before?.enabled === false) {
+      // a failing take (the database) fails the drain, which tries again after a pause
+      rows = await keys.take(this.name, this.settings.maxBatch)
+      if (!rows.length) return { outcome: 'applied', rows }
+      return { outcome: await this.apply(prepared, rows, batchId, before?.enabled === false), rows }
+    } finally {
+      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`${this.label}: event batch could not release the guard: ${(e as Error).message}`))
+    }
+  }
+
+  private async apply(prepared: PreparedPipeline, rows: PendingKey[], batchId: string, disabled: boolean): Promise<'applied' | 'failed'> {
+    const { keys, stats } = this.host
+    const span = batchSpan(this.name, rows.length)
+    try {
+      if (disabled) {
         // a disabled pipeline writes nothing: its keys are dropped and counted as skipped
         await keys.remove(this.name, rows)
         stats.applied(this.name, 0, rows.length, [], this.tenant)
@@ -181,8 +198,6 @@ export class EventBatcher {
       LOG.error(`${this.label}: event batch of ${rows.length} keys failed [correlation id ${failure.correlationId}]: ${failure.detail}`)
       span.fail(failure.message)
       return 'failed'
-    } finally {
-      await tracker.release(this.name, batchId, { status }).catch(e => LOG.error(`${this.label}: event batch could not release the guard: ${(e as Error).message}`))
     }
   }
 }

@@ -15,7 +15,7 @@ import { EventBatcher } from './batcher.js'
 import { PendingKeys } from './store.js'
 import { EventStats } from './stats.js'
 import { sourceKeys } from './apply.js'
-import { eventTimeOf, handlerHoldsOnlyConnection, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import { eventTimeOf, handlerHoldsOnlyConnection, identityOf, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
 import type { ResolvedEvents, ResolvedTopic } from './config.js'
 import { labelOf, messageTenant, perTenant, slotOf, tenantGone } from './tenant.js'
 
@@ -115,7 +115,8 @@ export class EventReplication {
       this.stats.applied(name, 0, unnamed, [], tenant)
     }
     this.stats.received(name, keys.length + unnamed, eventTime, tenant)
-    await this.keys.put(name, keys, eventTime, inHandlerTransaction, tenant)
+    // fan-out copies of one message (every instance receives it) collapse into one stored row per key
+    await this.keys.put(name, keys, eventTime, inHandlerTransaction, tenant, identityOf(message, topic.topic))
     batcher.notify()
     if (!inHandlerTransaction) return // put() resolved after its own commit: the keys are visible
     // written in the handler's transaction: visible to a drain once it has committed, so another

@@ -3,9 +3,15 @@
  * pipeline and key; a newer message replaces the row, so the last state wins). A message counts
  * as received once its row is stored: the handler awaits that, so CAP's inbox (`inboxed`) keeps
  * the message until then, and a crash after it loses nothing (the next drain finds the row).
+ *
+ * Every instance receives every message (broker fan-out) and stores its keys. A message with an
+ * identity (CloudEvents `id`; `@federation.emit` sends one) stores each key under a version derived
+ * from that identity, so the copies of one message are one row: a copy finding its version stored
+ * (waiting, or applied and kept as a tombstone for TOMBSTONE_KEEP) writes nothing, and the key is
+ * applied once. Without an identity each copy gets a random version, as before.
  */
 import cds from '@sap/cds'
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { TRACKER_NAMESPACE } from '../constants.js'
 import { connect, ql } from '../model/ql.js'
 import { chunk } from '../federation/delegate/keys.js'
@@ -23,6 +29,8 @@ export interface PendingKey {
   payload: string | null
   eventTime: string
   version: string
+  /** Set once applied, for a row with a derived version: a tombstone a late copy of its message finds. */
+  appliedAt?: string | null
 }
 
 interface Waiting {
@@ -43,6 +51,51 @@ const GATHER = 10
 /** Rows per DELETE of applied keys (two parameters each: far below SQLite's and PostgreSQL's limits). */
 const REMOVE_CHUNK = 1000
 
+/** How long an applied row of an identified message stays as a tombstone: fan-out copies arrive within seconds. */
+const TOMBSTONE_KEEP = 60_000
+/** How often a pipeline's old tombstones are removed (at most). */
+const PURGE_EVERY = 10_000
+
+/**
+ * The version of the `index`-th key of a message with `identity`: the same on every instance that
+ * receives a copy, in the UUID form of the column, with the version digit 5 (name-based) where
+ * randomUUID() has 4 — which is how a derived version is told apart (isDerived).
+ */
+export function derivedVersion(identity: string, index: number): string {
+  const hex = createHash('sha256').update(`${identity}#${index}`).digest('hex')
+  const variant = ((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+const isDerived = (row: PendingKey) => row.version[14] === '5'
+
+/** The pipeline and the tenant whose database the current step runs in (the batcher's `withinTenant`). */
+const tombstoneSlot = (pipeline: string) => slotOf(pipeline, (cds.context as { tenant?: string } | undefined)?.tenant)
+
+type Runner = { run(query: unknown): Promise<unknown> }
+
+/**
+ * Writes waiting keys, leaving out those whose row already holds the same derived version: a copy
+ * of a message another instance stored (still waiting: writing it again changes nothing) or
+ * already applied (its tombstone: writing it would apply it again).
+ */
+async function store(runner: Runner, pipeline: string, entries: PendingKey[]): Promise<void> {
+  const derived = entries.filter(isDerived)
+  let fresh = entries
+  if (derived.length) {
+    const stored = new Map<string, string>()
+    for (const part of chunk(derived, REMOVE_CHUNK)) {
+      const rows = (await runner.run(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'version').where([
+        { ref: ['pipeline'] }, '=', { val: pipeline },
+        'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
+      ] as never))) as Array<{ recordKey: string; version: string }>
+      for (const row of rows) stored.set(row.recordKey, row.version)
+    }
+    fresh = entries.filter(row => stored.get(row.recordKey) !== row.version)
+  }
+  if (fresh.length) await runner.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(fresh))
+}
+
 /** A pause that does not keep the process alive (shutdown never waits for a retry). */
 export const pause = (ms: number) => new Promise(resolve => setTimeout(resolve, ms).unref())
 
@@ -54,6 +107,8 @@ export class PendingKeys {
   private readonly waiting = new Map<string, Waiting>()
   /** The write under way per pipeline and tenant: at most one at a time, keys arriving meanwhile gather for the next. */
   private readonly writing = new Map<string, Promise<void>>()
+  /** When each pipeline's (and tenant's) old tombstones were last removed; only pipelines this instance left tombstones of. */
+  private readonly purged = new Map<string, number>()
 
   /**
    * Stores the keys of one message; resolves once they are in the database. Keys of messages
@@ -67,14 +122,14 @@ export class PendingKeys {
    * `tenant`: the keys go to that tenant's database, gathered and written apart from any other
    * tenant's (a tenant whose database fails holds no other back).
    */
-  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false, tenant?: string): Promise<void> {
+  async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false, tenant?: string, identity?: string): Promise<void> {
     if (!keys.length) return
-    const rows = keys.map(({ key, action, payload }): PendingKey => ({
-      pipeline, recordKey: JSON.stringify(key), action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime, version: randomUUID(),
+    const rows = keys.map(({ key, action, payload }, index): PendingKey => ({
+      pipeline, recordKey: JSON.stringify(key), action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime,
+      version: identity === undefined ? randomUUID() : derivedVersion(identity, index), appliedAt: null,
     }))
     if (inHandlerTransaction) {
-      const db = await connect('db')
-      await db.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(ordered(new Map(rows.map(row => [row.recordKey, row])).values())))
+      await store(await connect('db'), pipeline, ordered(new Map(rows.map(row => [row.recordKey, row])).values()))
       return
     }
     const slot = slotOf(pipeline, tenant)
@@ -128,7 +183,7 @@ export class PendingKeys {
         // in the tenant's own context: CAP opens the transaction on that tenant's database
         await withinTenant(tenant, async () => {
           const db = await connect('db')
-          await db.tx(tx => tx.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(entries)))
+          await db.tx(tx => store(tx, pipeline, entries))
         })
         for (const each of waiting.settled) each.resolve()
         return
@@ -149,26 +204,52 @@ export class PendingKeys {
     }
   }
 
-  /** The oldest waiting keys of a pipeline (at most `limit`). */
+  /** Whether a pipeline has keys waiting (tombstones do not count). */
+  async hasWaiting(pipeline: string): Promise<boolean> {
+    const db = await connect('db')
+    return Boolean(await db.run(ql.SELECT.one.from(EVENT_KEYS_ENTITY).columns('recordKey').where([
+      { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, 'is', 'null',
+    ] as never)))
+  }
+
+  /** The oldest waiting keys of a pipeline (at most `limit`); removes its tombstones older than TOMBSTONE_KEEP now and then. */
   async take(pipeline: string, limit: number): Promise<PendingKey[]> {
     const db = await connect('db')
-    return (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where({ pipeline }).orderBy('eventTime').limit(limit))) as PendingKey[]
+    const slot = tombstoneSlot(pipeline)
+    const since = this.purged.get(slot)
+    if (since !== undefined && Date.now() - since >= PURGE_EVERY) {
+      this.purged.set(slot, Date.now())
+      await db.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([
+        { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, '<', { val: new Date(Date.now() - TOMBSTONE_KEEP).toISOString() },
+      ] as never))
+    }
+    return (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where([
+      { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, 'is', 'null',
+    ] as never).orderBy('eventTime').limit(limit))) as PendingKey[]
   }
 
   /**
-   * Removes the rows a batch applied, unless a newer message of the key replaced them meanwhile.
-   * A version is written once, for one key: `version in (…)` names exactly the rows taken, and
+   * Removes the rows a batch applied, unless a newer message of the key replaced them meanwhile;
+   * rows of identified messages stay as tombstones (`appliedAt`) for late copies to find.
+   * A version is written for one key only: `version in (…)` names exactly the rows taken, and
    * `recordKey in (…)` lets the database find them by its primary key (pipeline, recordKey) rather
    * than testing every waiting row against a chain of pairs — a backlog made that quadratic.
    */
-  async remove(pipeline: string, rows: PendingKey[], tx?: { run(query: unknown): Promise<unknown> }): Promise<void> {
+  async remove(pipeline: string, rows: PendingKey[], tx?: Runner): Promise<void> {
     const runner = tx ?? await connect('db')
+    const appliedAt = new Date().toISOString()
+    const slot = tombstoneSlot(pipeline)
+    if (!this.purged.has(slot) && rows.some(isDerived)) this.purged.set(slot, Date.now())
     for (const part of chunk(ordered(rows), REMOVE_CHUNK)) {
-      await runner.run(ql.DELETE.from(EVENT_KEYS_ENTITY).where([
-        { ref: ['pipeline'] }, '=', { val: pipeline },
-        'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
-        'and', { ref: ['version'] }, 'in', { list: part.map(row => ({ val: row.version })) },
-      ] as never))
+      for (const [derived, list] of [[false, part.filter(row => !isDerived(row))], [true, part.filter(isDerived)]] as const) {
+        if (!list.length) continue
+        const where = [
+          { ref: ['pipeline'] }, '=', { val: pipeline },
+          'and', { ref: ['recordKey'] }, 'in', { list: list.map(row => ({ val: row.recordKey })) },
+          'and', { ref: ['version'] }, 'in', { list: list.map(row => ({ val: row.version })) },
+        ] as never
+        await runner.run(derived ? ql.UPDATE.entity(EVENT_KEYS_ENTITY).set({ appliedAt }).where(where) : ql.DELETE.from(EVENT_KEYS_ENTITY).where(where))
+      }
     }
   }
 }

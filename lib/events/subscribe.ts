@@ -40,6 +40,21 @@ export function handlerHoldsOnlyConnection(srv: MessagingService): boolean {
   return Boolean(legacyLocking) && facade.db?.options?.pool?.max === 1
 }
 
+/**
+ * Whether the service writes every message it receives into CAP's queue table before any handler
+ * runs: queued (`outboxed`, CAP's default for redis-messaging) without `inboxed`. One connection
+ * and commit per message, and a message whose write fails (a busy pool) is gone — three instances
+ * on PostgreSQL lost most messages that way.
+ */
+export function receivesQueued(srv: MessagingService): boolean {
+  const options = (srv as { options?: { inboxed?: unknown; inbox?: unknown } }).options
+  if (options?.inboxed || options?.inbox) return false
+  const unqueued = (cds as unknown as { unqueued?: (s: unknown) => unknown }).unqueued
+  return typeof unqueued === 'function' && unqueued(srv) !== srv
+}
+
+const warnedQueued = new Set<string>()
+
 /** One key named by a message, with what to do with it. */
 export interface MessageKey {
   key: DataRecord
@@ -93,6 +108,18 @@ export function keysOf(message: InboundMessage, topic: ResolvedTopic, paths: Rec
   return { keys, unnamed }
 }
 
+/**
+ * What the copies of one message share and no other message has: its `id` (CloudEvents; CAP sets
+ * one with `format: 'cloudevents'`, `@federation.emit` always) with the topic, `source` (an id is
+ * unique per source) and `time`. Undefined without an `id`: such copies cannot be told from two
+ * changes, and are stored apart as before.
+ */
+export function identityOf(message: InboundMessage, topic: string): string | undefined {
+  const { id, source, time } = message.headers ?? {}
+  if ((typeof id !== 'string' && typeof id !== 'number') || id === '') return undefined
+  return JSON.stringify([topic, String(id), source ?? null, time ?? null])
+}
+
 /** The message's time (CloudEvents `time`), else now: where its lag starts. */
 export function eventTimeOf(message: InboundMessage): string {
   const time = message.headers?.time
@@ -113,6 +140,10 @@ export async function subscribeTopics(name: string, events: ResolvedEvents, topi
     throw invalidConfig('events.service', `'${events.service}' cannot be connected (${(error as Error).message}); configure it under cds.requires as a messaging service`)
   }
   if (typeof srv?.on !== 'function') throw invalidConfig('events.service', `'${events.service}' is not a messaging service`)
+  if (receivesQueued(srv) && !warnedQueued.has(events.service)) {
+    warnedQueued.add(events.service)
+    LOG.warn(`messaging service '${events.service}' is queued (outboxed, CAP's default for redis-messaging) but not inboxed: every message it receives is written to CAP's queue table first, one connection each, and a message whose write fails is lost (the scheduled delta run catches its change). Configure it with "outboxed": false (the pipeline stores the keys itself, several messages per write, with retries) or "inboxed": true`)
+  }
   const before = new Set(srv.subscribedTopics?.keys() ?? [])
   for (const topic of topics) srv.on(topic.topic, message => handler(topic, message))
   if (isListening() && typeof srv.startListening === 'function' && srv.subscribedTopics) {

@@ -2,8 +2,9 @@
  * Provider side of event-driven replication (issue 23, contract "Provider side"):
  * `@federation.emit` on an entity of a served application service makes every successful
  * CREATE / UPDATE / UPSERT / DELETE of it emit `<entity>.<Created|Updated|Deleted>` on a CAP
- * messaging service (`messaging`, or the name the annotation gives), one message per row,
- * with the row's keys as data and a `time` header.
+ * messaging service (`messaging`, or the name the annotation gives), with the rows' keys as data
+ * and a `time` header: a transaction's consecutive changes of one topic in one message
+ * (outbound.ts).
  *
  * Messages leave only after the change commits: CAP's messaging services are outboxed
  * (`outboxed: true` for redis-, enterprise-messaging, kafka, …), so the emit is written into
@@ -15,17 +16,14 @@ import cds from '@sap/cds'
 import { ANNOTATIONS, EMIT, LOGGER } from '../constants.js'
 import type { CsnEntity } from '../model/csn.js'
 import { HIDE_ANNOTATION, SENSITIVE_ANNOTATION } from '../security/hidden.js'
+import { gather, keysPerMessage, type TxContext } from './outbound.js'
 import { affectedKeys, emittedKeyNames, enteredRows, existingKeys, keyIdentity, pickKeys, type ChangeRequest, type Keys } from './keys.js'
 
 const LOG = cds.log(LOGGER.emit)
 
-interface Messaging {
-  emit(message: { event: string; data: object; headers: Record<string, string> }): Promise<unknown>
-}
-
 interface Request extends ChangeRequest {
   timestamp?: Date
-  context?: { on(event: 'succeeded', fn: () => unknown): void }
+  context?: unknown
 }
 
 interface ServedService {
@@ -65,33 +63,10 @@ export function emittingEntities(srv: ServedService): EmitSetting[] {
 const $before = Symbol('federation.emit.before')
 type Marked = Request & { [$before]?: { keys: Keys[]; existing?: Set<string> } }
 
-function isQueued(srv: unknown): boolean {
-  const unqueued = (cds as unknown as { unqueued?: (s: unknown) => unknown }).unqueued
-  return typeof unqueued === 'function' && unqueued(srv) !== srv
-}
-
-async function send(serviceName: string, req: Request, event: string, keys: Keys[]): Promise<void> {
-  if (!keys.length) return
-  const messaging = (await cds.connect.to(serviceName)) as unknown as Messaging
-  const time = (req.timestamp instanceof Date ? req.timestamp : new Date()).toISOString()
-  const messages = keys.map(data => ({ event, data, headers: { time } }))
-  if (isQueued(messaging)) {
-    // written into CAP's outbox in this transaction, sent after it commits
-    for (const message of messages) await messaging.emit(message)
-    return
-  }
-  const context = req.context ?? (cds.context as unknown as Request['context'])
-  const emitAll = async () => {
-    for (const message of messages) {
-      try {
-        await messaging.emit(message)
-      } catch (error) {
-        LOG.error(`emitting '${message.event}' failed: ${(error as Error).message}`)
-      }
-    }
-  }
-  if (context) context.on('succeeded', emitAll)
-  else await emitAll()
+/** The keys of a change join the messages its transaction sends when it commits (outbound.ts). */
+function send(serviceName: string, req: Request, event: string, keys: Keys[]): Promise<void> {
+  const context = (req.context ?? cds.context) as TxContext | undefined
+  return gather(serviceName, context, req.timestamp, event, keys)
 }
 
 /** Registers the emit handlers of one annotated entity. */
@@ -142,6 +117,7 @@ export function attachEmit(srv: ServedService): EmitSetting[] {
   if (attached.has(srv)) return []
   attached.add(srv)
   const settings = emittingEntities(srv)
+  if (settings.length) keysPerMessage() // a wrong setting fails the start, not the first change
   const requires = cds.env.requires as Record<string, unknown>
   for (const setting of settings) {
     if (!requires[setting.service]) {

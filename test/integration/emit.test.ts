@@ -44,8 +44,10 @@ async function ok(method: string, url: string, body?: object, app = provider): P
   return data
 }
 
+/** The keys a message carries: one (`data` the keys) or several (`data` an array of them). */
+const keysIn = (m: Received) => (Array.isArray(m.data) ? m.data : [m.data]) as Array<Record<string, unknown>>
 const is = (event: string, keys: Record<string, unknown>) => (m: Received) =>
-  m.event === event && JSON.stringify(m.data) === JSON.stringify(keys)
+  m.event === event && keysIn(m).some(k => JSON.stringify(k) === JSON.stringify(keys))
 const messagesFor = async (event: string, keys: Record<string, unknown>) => (await subscriber.received()).filter(is(event, keys))
 
 describe('@federation.emit on a provider app', () => {
@@ -96,7 +98,29 @@ describe('@federation.emit on a provider app', () => {
     expect(await messagesFor(`${ENTITY}.Updated`, { ID: 3 })).toEqual([])
   })
 
-  test('a bulk update and a bulk delete with a where emit one message per affected key', async () => {
+  test("the messages are written into CAP's outbox inside the transaction: a commit failing after that write emits nothing", async () => {
+    await ok('POST', 'Orders', { ID: 5, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 5 }), 'Orders.Created of 5')
+    const failed = await call('POST', 'updateThenFailAtCommit', { ID: 5, status: 'never' })
+    expect(failed.status).toBe(409)
+    expect((await ok('GET', 'Orders(5)')).status).toBe('open')
+    await ok('POST', 'Orders', { ID: 6, status: 'open' })
+    await subscriber.waitFor(is(`${ENTITY}.Created`, { ID: 6 }), 'Orders.Created of 6')
+    expect(await messagesFor(`${ENTITY}.Updated`, { ID: 5 })).toEqual([])
+  })
+
+  test('a transaction changing 100 rows one by one emits one message carrying all 100 keys, in order', async () => {
+    const IDs = Array.from({ length: 100 }, (_, i) => 1001 + i)
+    await ok('POST', 'seed', { count: 100, from: 1001 }) // rows 1001..1100 straight into the database: nothing emitted
+    await ok('POST', 'touch', { IDs, from: 1 }) // one UPDATE per row, one transaction
+    const message = await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 1100 }), 'the Updated of the last row')
+    const carrying = (await subscriber.received()).filter(m => m.event === `${ENTITY}.Updated` && keysIn(m).some(k => IDs.includes(k.ID as number)))
+    expect(carrying).toHaveLength(1)
+    expect(keysIn(message)).toEqual(IDs.map(ID => ({ ID })))
+    expect(message.headers.time).toMatch(/^\d{4}-\d\d-\d\dT/)
+  })
+
+  test('a bulk update and a bulk delete with a where emit one message with every affected key', async () => {
     for (const ID of [10, 11, 12, 13]) await ok('POST', 'Orders', { ID, status: ID === 13 ? 'other' : 'bulk' })
     await ok('POST', 'setStatus', { from: 'bulk', to: 'bulk-done' })
     for (const ID of [10, 11, 12]) await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID }), `Orders.Updated of ${ID}`)
@@ -107,6 +131,18 @@ describe('@federation.emit on a provider app', () => {
     await subscriber.waitFor(is(`${ENTITY}.Deleted`, { ID: 13 }), 'Orders.Deleted of 13')
     expect(await messagesFor(`${ENTITY}.Updated`, { ID: 13 })).toEqual([])
     for (const ID of [10, 11, 12]) expect(await messagesFor(`${ENTITY}.Updated`, { ID })).toHaveLength(1)
+    // each bulk statement: one message, its data the array of the keys
+    const updates = (await subscriber.received()).filter(m => m.event === `${ENTITY}.Updated` && keysIn(m).some(k => k.ID === 10))
+    expect(updates.map(m => keysIn(m).map(k => k.ID).sort())).toEqual([[10, 11, 12]])
+  })
+
+  test('changes of other topics in between keep their order: one message per run of a topic', async () => {
+    await ok('POST', 'createDeleteCreate', { ID: 40 }) // one transaction: create 40, delete 40, create 40, create 41
+    await subscriber.waitFor(m => m.event === `${ENTITY}.Created` && keysIn(m).some(k => k.ID === 41), 'the Created of 40 and 41')
+    const forKey = (await subscriber.received()).filter(m => m.event.startsWith(ENTITY) && keysIn(m).some(k => k.ID === 40))
+    // CAP's outbox may send them in any order; a consumer keeps the last state per key as it receives them
+    const runs = forKey.map(m => JSON.stringify([m.event.slice(ENTITY.length + 1), keysIn(m).map(k => k.ID)])).sort()
+    expect(runs).toEqual([['Created', [40]], ['Created', [40, 41]], ['Deleted', [40]]].map(r => JSON.stringify(r)).sort())
   })
 
   test('an upsert emits Created for a new row and Updated for an existing one', async () => {
@@ -139,10 +175,12 @@ describe('@federation.emit on a provider app', () => {
   })
 })
 
-describe('@federation.emit on a messaging service without the outbox (outboxed: false)', () => {
+describe('@federation.emit on a messaging service without the outbox (outboxed: false), emit.keysPerMessage 2', () => {
   let direct: RunningApp
   beforeAll(async () => {
-    direct = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: messagingConfig(prefix, { outboxed: false }) } })
+    const config = JSON.parse(messagingConfig(prefix, { outboxed: false }))
+    config.requires['data-pipeline'] = { emit: { keysPerMessage: 2 } }
+    direct = await startApp(path.join(FIXTURES, 'emit-provider'), { env: { CDS_CONFIG: JSON.stringify(config) } })
   })
   afterAll(async () => { await direct?.stop() })
 
@@ -153,5 +191,14 @@ describe('@federation.emit on a messaging service without the outbox (outboxed: 
     await ok('PATCH', 'Orders(100)', { status: 'paid' }, direct)
     await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 100 }), 'Orders.Updated of 100')
     expect(await messagesFor(`${ENTITY}.Updated`, { ID: 100 })).toHaveLength(1)
+  })
+
+  test('a transaction of 5 changes: messages of at most 2 keys, a lone key as the keys themselves', async () => {
+    await ok('POST', 'seed', { count: 5, from: 2001 }, direct)
+    await ok('POST', 'touch', { IDs: [2001, 2002, 2003, 2004, 2005], from: 1 }, direct)
+    await subscriber.waitFor(is(`${ENTITY}.Updated`, { ID: 2005 }), 'the Updated of the last row')
+    const messages = (await subscriber.received()).filter(m => m.event === `${ENTITY}.Updated` && keysIn(m).some(k => (k.ID as number) > 2000))
+    expect(messages.map(m => m.data).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))))
+      .toEqual([[{ ID: 2001 }, { ID: 2002 }], [{ ID: 2003 }, { ID: 2004 }], { ID: 2005 }])
   })
 })

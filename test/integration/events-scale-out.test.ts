@@ -6,6 +6,7 @@
  * then write the same keys concurrently while drains run). Runs in the `postgres` project.
  */
 import path from 'node:path'
+import { randomUUID } from 'node:crypto'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { createDatabase, deployTo, dropDatabase, pgQuery, postgresEnv, randomDatabaseName } from '../helpers/postgres'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
@@ -50,7 +51,10 @@ const count = async (filter: string) => {
   return Number(await response.text())
 }
 
-const waitingKeys = async () => Number((await pgQuery(database, 'SELECT count(*) AS n FROM plugin_data_pipeline_PipelineEventKeys'))[0].n)
+// rows of applied identified messages stay a while as tombstones (appliedAt set): not waiting
+const waitingKeys = async () => Number((await pgQuery(database, 'SELECT count(*) AS n FROM plugin_data_pipeline_PipelineEventKeys WHERE appliedAt IS NULL'))[0].n)
+/** Rows the provider served (its key-list reads): one per key fetched. */
+const rowsServed = async () => (await provider.control.stats()).rows as number
 const dump = async (filter: string, expected: number) => console.log(`replica: ${await count(filter)} of ${expected}\n${apps.map((app, i) => `--- instance ${i + 1}:\n${app.output().slice(-4000)}`).join('\n')}`)
 
 test(`${INSTANCES} instances, ${COUNT} changes fanned out to all: each applied once, provider requests as for one instance`, async () => {
@@ -94,4 +98,59 @@ test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate: none
   const logs = apps.map(app => app.output())
   // a message whose keys could not be stored is lost without an inbox: none may fail
   expect(logs.every(log => !/ERROR occurred in asynchronous event processing|deadlock detected|event batch .* failed/.test(log))).toBe(true)
+})
+
+test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate in messages with an id: each key fetched and applied once, none lost`, async () => {
+  const total = PER_TICK * TICKS
+  const from = 3001
+  await provider.control.seed({ from, count: total })
+  await provider.control.touch({ from, count: total, title: 'identified' })
+  const before = await rowsServed()
+  // every instance stores every message's keys while drains take and apply them: a copy stored
+  // after its key was taken must not make the key wait (and be fetched) again
+  const sent: Array<Promise<unknown>> = []
+  for (let tick = 0; tick < TICKS; tick++) {
+    const IDs = Array.from({ length: PER_TICK }, (_, i) => from + tick * PER_TICK + i)
+    sent.push(bus.emit('Book.Changed', IDs.map(ID => ({ ID })), { id: randomUUID(), time: new Date().toISOString() }))
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  await Promise.all(sent)
+  await waitFor(async () => (await count("title eq 'identified'")) === total, `all ${total} changes in the replica`, 60_000).catch(async error => {
+    await dump("title eq 'identified'", total)
+    throw error
+  })
+  await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
+  const fetched = (await rowsServed()) - before
+  console.log(`[events-scale-out] ${total} keys in messages with an id × ${INSTANCES} instances → ${fetched} keys fetched`)
+  expect(fetched).toBe(total)
+})
+
+test('a copy of an applied message (same id) arriving late is not applied again; another message of the key is', async () => {
+  await provider.control.seed({ from: 4001, count: 1 })
+  await provider.control.touch({ from: 4001, count: 1, title: 'first' })
+  const message = { id: randomUUID(), time: new Date().toISOString() }
+  let served = await rowsServed()
+  await bus.emit('Book.Changed', { ID: 4001 }, message)
+  await waitFor(async () => (await count("ID eq 4001 and title eq 'first'")) === 1, 'the change in the replica')
+  await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
+  expect((await rowsServed()) - served).toBe(1)
+
+  // the copy a slow instance receives after the batch: every instance finds its key applied. A
+  // message of another key after it: once that key is applied, the copy was handled long before
+  await provider.control.seed({ from: 4002, count: 1 })
+  await provider.control.touch({ from: 4001, count: 2, title: 'second' })
+  served = await rowsServed()
+  await bus.emit('Book.Changed', { ID: 4001 }, message)
+  await bus.emit('Book.Changed', { ID: 4002 }, { time: new Date().toISOString() })
+  await waitFor(async () => (await count("ID eq 4002 and title eq 'second'")) === 1, 'the other key in the replica')
+  await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
+  expect(await count("ID eq 4001 and title eq 'first'")).toBe(1)
+  expect((await rowsServed()) - served).toBe(1)
+
+  // two messages never collapse: another id, or the same id at another time, is another change
+  for (const [title, headers] of [['third', { id: randomUUID(), time: message.time }], ['fourth', { id: message.id, time: new Date(Date.now() + 1).toISOString() }]] as const) {
+    await provider.control.touch({ from: 4001, count: 1, title })
+    await bus.emit('Book.Changed', { ID: 4001 }, headers)
+    await waitFor(async () => (await count(`ID eq 4001 and title eq '${title}'`)) === 1, `the change '${title}' in the replica`)
+  }
 })

@@ -135,7 +135,32 @@ describe('CAP to CAP', () => {
   })
 })
 
+describe('messages carrying many keys', () => {
+  test("a message whose data is an array of keys (@federation.emit's transaction of 100 changes) applies all of them, beside one-key messages", async () => {
+    await ctx.provider.control.seed({ from: 801, count: 101 })
+    await ctx.engine.addPipeline({ name: 'ev-array', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBurst' }, events: SERVICE } as never)
+    await bus.emit('Provider.Books.Updated', Array.from({ length: 100 }, (_, i) => ({ ID: 801 + i })), { time: new Date().toISOString() })
+    await bus.emit('Provider.Books.Created', { ID: 901 })
+    await waitFor(async () => ((await all('consumer.EvBurst')) as Data[]).length === 101, 'the 100 keys of one message and the single one')
+    expect((await all('consumer.EvBurst')).map(r => r.ID)).toEqual(Array.from({ length: 101 }, (_, i) => 801 + i))
+  })
+})
+
 describe('CAP inbox', () => {
+  test('a queued messaging service without inboxed: a warning when a pipeline subscribes (received messages go through the queue table first)', async () => {
+    const log = cds.log('data-pipeline|events')
+    const warn = vi.spyOn(log, 'warn')
+    try {
+      await redisMessaging('ev-queued', { outboxed: true })
+      await ctx.engine.addPipeline({ name: 'ev-queued', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksRun' }, events: { service: 'ev-queued', topics: ['Queued.Changed'] } } as never)
+      expect(warn.mock.calls.map(c => String(c[0])).filter(m => m.includes("'ev-queued' is queued"))).toHaveLength(1)
+      // the unqueued service of the other tests is not warned about
+      expect(warn.mock.calls.some(c => String(c[0]).includes(`'${SERVICE}' is queued`))).toBe(false)
+    } finally {
+      warn.mockRestore()
+    }
+  })
+
   test("a messaging service with inboxed: true: the message goes through CAP's inbox, then its key is applied", async () => {
     const inboxed = await redisMessaging('ev-inboxed', { inboxed: true })
     await ctx.provider.control.seed({ from: 401, count: 2 })

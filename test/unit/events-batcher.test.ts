@@ -27,6 +27,7 @@ function host(waiting: PendingKey[]) {
     tracker: { read: async () => ({ enabled: true, status: 'idle' }), acquire: async () => undefined, release: async () => undefined },
     dispatch: async () => ({}),
     keys: {
+      hasWaiting: async () => waiting.length > 0,
       take: async (_name: string, limit: number) => waiting.slice(0, limit),
       remove: async () => undefined,
     },
@@ -82,4 +83,23 @@ test('a key arriving when no micro-batch runs waits the whole window', async () 
   held.shift()!()
   await vi.advanceTimersByTimeAsync(0)
   batcher.stop()
+})
+
+test('the keys of a micro-batch are taken while it holds the guard: never keys another instance applied meanwhile', async () => {
+  const waiting: PendingKey[] = [row(1)]
+  const steps: string[] = []
+  const base = host(waiting)
+  const traced = {
+    ...base,
+    tracker: { ...base.tracker, acquire: async () => { steps.push('acquire') }, release: async () => { steps.push('release') } },
+    keys: { ...base.keys, take: async (name: string, limit: number) => { steps.push('take'); return base.keys.take(name, limit) } },
+  }
+  const batcher = new EventBatcher('p', { service: 'messaging', window: WINDOW, maxBatch: 100 }, traced as never)
+  batcher.notify()
+  await vi.advanceTimersByTimeAsync(WINDOW)
+  expect(applyBatch).toHaveBeenCalledTimes(1)
+  waiting.shift()
+  held.shift()!()
+  await vi.advanceTimersByTimeAsync(0)
+  expect(steps).toEqual(['acquire', 'take', 'release'])
 })
