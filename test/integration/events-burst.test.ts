@@ -67,7 +67,8 @@ test(`a burst of ${COUNT} changes: few provider requests, every row right, bound
   const latest = stats.sort((a, b) => String(b.minute).localeCompare(String(a.minute)))[0]
   expect(Number(latest.lagP50)).toBeGreaterThanOrEqual(0)
   expect(Number(latest.lagP95)).toBeGreaterThanOrEqual(Number(latest.lagP50))
-  expect(latest.lastEvent).toBeTruthy()
+  // the last event is in the minute the last message was received in (the newest row may only hold applies)
+  expect(stats.filter(row => row.lastEvent)).not.toHaveLength(0)
   console.log(`[events-burst] lag (message time → replica write): p50 ${latest.lagP50} ms, p95 ${latest.lagP95} ms`)
   expect(await ql.SELECT.from('plugin.data_pipeline.PipelineRuns').where({ pipeline_name: 'ev-burst' })).toHaveLength(1)
 })
