@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config'
+import LongestFirst from './test/helpers/longest-first'
 
 /**
  * The `postgres` project (`npm run test:postgres`; part of `npm test`):
@@ -27,13 +28,19 @@ export default defineConfig({
     // loaded machine (issue 21, `npm run test:load`), where apps start and runs end several times slower
     testTimeout: 180_000,
     hookTimeout: 180_000,
+    // one pool of two workers for every project (each file starts its own apps, databases and browser, so
+    // files of any project run side by side): the browser tests no longer run one by one after the others
+    // with a core idle; the longest files start first (test/helpers/longest-first.ts)
+    maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 2 } },
-      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 2 } },
-      // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`)
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 240_000, hookTimeout: 240_000 } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT] } },
+      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'] } },
+      // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`);
+      // every file its own browser and apps on free ports, in-memory databases, own message boxes and Redis prefixes
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], testTimeout: 240_000, hookTimeout: 240_000 } },
     ],
   },
 })

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { startApp, ROOT, type RunningApp } from './apps'
+import { waitFor } from './wait'
 
 /** The pipelines the demo consumer registers (demo/consumer/server.js, `@federated` demo.Customers). */
 export const DEMO_PIPELINES = ['orders', 'products', 'revenue-by-country', 'exchange-rates', 'demo.Customers']
@@ -26,15 +27,9 @@ export interface Demo {
   stop(): Promise<void>
 }
 
-/** Polls every 200 ms (browser tests share the machine with the apps); fails naming `what`. */
-export async function waitUntil<T>(probe: () => Promise<T | undefined | false | null>, what: string, timeout = 30_000): Promise<T> {
-  const until = Date.now() + timeout
-  for (;;) {
-    const value = await probe()
-    if (value) return value
-    if (Date.now() > until) throw new Error(`timed out after ${timeout} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 200))
-  }
+/** waitFor at a browser test's pace: probes every 100 ms (the apps and the browser share the machine); fails naming `what`. */
+export function waitUntil<T>(probe: () => Promise<T | undefined | false | null> | T | undefined | false | null, what: string, timeout = 30_000): Promise<T> {
+  return waitFor(probe, what, timeout, 100)
 }
 
 /**

@@ -9,13 +9,16 @@ export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, 
  */
 export const DEFAULT_WAIT = 30_000
 
-/** Resolves with the probe's first truthy value; fails naming `what` after `timeout` ms. */
-export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, what = 'the condition', timeout = DEFAULT_WAIT): Promise<T> {
+/**
+ * Resolves with the probe's first truthy value; fails naming `what` after `timeout` ms. Probes every
+ * `every` ms (a probe that costs the app work, such as a POST, may want a slower pace).
+ */
+export async function waitFor<T>(probe: () => Promise<T | undefined | false | null> | T | undefined | false | null, what = 'the condition', timeout = DEFAULT_WAIT, every = 25): Promise<T> {
   const until = Date.now() + timeout
   for (;;) {
     const value = await probe()
     if (value) return value
     if (Date.now() > until) throw new Error(`timed out waiting for ${what} (${timeout} ms)`)
-    await sleep(25)
+    await sleep(every)
   }
 }

@@ -14,7 +14,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { deployTo, postgresEnv, suiteDatabase } from '../helpers/postgres'
-import { sleep, waitFor } from '../helpers/wait'
+import { waitFor } from '../helpers/wait'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'crash-consumer')
@@ -64,6 +64,31 @@ describe('crash recovery of partitioned reads', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
+  /**
+   * With the provider answering slowly, starts a run of `pipeline`, kills the app once the provider
+   * has answered `requests` more requests (several key ranges read at once), and starts it again:
+   * the client of the restarted app and the killed run's id.
+   */
+  async function killMidRead(pipeline: string, requests: number, what: string) {
+    await provider.control.faults({ delay: 100 })
+    const before = (await provider.control.stats()).requests
+    const started = await client(app!, pipeline).start()
+    expect(started.status).toBe(200)
+    await waitFor(async () => (await provider.control.stats()).requests - before >= requests, what, 20_000)
+    const { maxInFlight } = await provider.control.stats()
+    await app!.kill()
+    app = undefined
+    expect(maxInFlight).toBeGreaterThan(1)
+    app = await startApp(APP, { env })
+    return { api: client(app, pipeline), runId: started.body.runId }
+  }
+
+  /** The next trigger takes over once the killed run's lease expired (tried every 100 ms); its run ends. */
+  async function takeOver(api: ReturnType<typeof client>, what: string) {
+    await waitFor(async () => (await api.start()).status === 200, 'the takeover', 15_000, 100)
+    await waitFor(async () => (await api.tracker()).status === 'idle', what, 60_000)
+  }
+
   test('killed mid-read: the previous copy stays; the next run replaces it with every row once', async () => {
     app = await startApp(APP, { env })
     let api = client(app)
@@ -73,26 +98,14 @@ describe('crash recovery of partitioned reads', () => {
 
     // the provider changes every title and answers slowly: the next copy takes several seconds
     await provider.control.touch({ from: 1, count: TOTAL, title: 'Rewritten', modifiedAt: T0 })
-    await provider.control.faults({ delay: 100 })
-    const before = (await provider.control.stats()).requests
-    const started = await api.start()
-    expect(started.status).toBe(200)
     // kill once several ranges have been read (samples and more than one round of pages)
-    await waitFor(async () => (await provider.control.stats()).requests - before >= 12, 'the partitioned read under way', 20_000)
-    const { maxInFlight } = await provider.control.stats()
-    await app.kill()
-    app = undefined
-    expect(maxInFlight).toBeGreaterThan(1)
-
-    app = await startApp(APP, { env })
-    api = client(app)
+    const killed = await killMidRead('booksFull', 12, 'the partitioned read under way')
+    api = killed.api
     // one transaction: nothing of the killed run is in the target
     expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: 0 })
-    expect(await api.tracker()).toMatchObject({ status: 'running', currentRun: started.body.runId })
+    expect(await api.tracker()).toMatchObject({ status: 'running', currentRun: killed.runId })
 
-    // the next trigger takes over once the dead run's lease expired
-    await waitFor(async () => (await api.start()).status === 200 || (await sleep(100), false), 'the takeover', 15_000)
-    await waitFor(async () => (await api.tracker()).status === 'idle', 'the new full copy', 60_000)
+    await takeOver(api, 'the new full copy')
     expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: TOTAL })
     const runs = await api.runs()
     expect(runs.map(r => r.status)).toEqual(['idle', 'failed', 'idle'].map(s => expect.stringMatching(s === 'idle' ? /idle|completed/ : /failed/)))
@@ -114,28 +127,16 @@ describe('crash recovery of partitioned reads', () => {
 
     // every row changes to one timestamp: the boundaries of the ranges fall inside that group
     await provider.control.touch({ from: 1, count: TOTAL, title: 'Rewritten', modifiedAt: T1 })
-    await provider.control.faults({ delay: 100 })
-    const before = (await provider.control.stats()).requests
-    const started = await api.start()
-    expect(started.status).toBe(200)
     // kill once later ranges have committed batches (and checkpoints) while the first is not complete
-    await waitFor(async () => (await provider.control.stats()).requests - before >= 14, 'the partitioned delta under way', 20_000)
-    const { maxInFlight } = await provider.control.stats()
-    await app.kill()
-    app = undefined
-    expect(maxInFlight).toBeGreaterThan(1)
-
-    app = await startApp(APP, { env })
-    api = client(app, 'booksDelta')
-    const killed = await api.tracker()
-    expect(killed).toMatchObject({ status: 'running', currentRun: started.body.runId })
+    const killed = await killMidRead('booksDelta', 14, 'the partitioned delta under way')
+    api = killed.api
+    expect(await api.tracker()).toMatchObject({ status: 'running', currentRun: killed.runId })
     const partial = await api.counts()
     expect(partial.rewritten).toBeGreaterThan(0) // batches committed before the kill
     expect(partial.rewritten).toBeLessThan(TOTAL)
 
     // the takeover resumes from the checkpoint: every row rewritten, none twice
-    await waitFor(async () => (await api.start()).status === 200 || (await sleep(100), false), 'the takeover', 15_000)
-    await waitFor(async () => (await api.tracker()).status === 'idle', 'the resumed delta', 60_000)
+    await takeOver(api, 'the resumed delta')
     expect(await api.counts()).toEqual({ rows: TOTAL, distinctIDs: TOTAL, rewritten: TOTAL })
     expect(new Date((await api.tracker()).lastSync!).toISOString()).toBe(T1)
   })

@@ -61,4 +61,18 @@ describe('graph keyboard (roving focus)', () => {
     expect(move(spots, 'a', 'End')).toBe('c')
     expect(move(spots, 'a', 'Tab')).toBeUndefined()
   })
+
+  test('laid out in rows (a timeline\'s lanes): left/right in reading order, up/down to the nearest node of the next lane', () => {
+    // lane 0: a (x 0), b (x 100); lane 1: c (x 90)
+    expect(move(spots, 'a', 'ArrowRight', 'rows')).toBe('b')
+    expect(move(spots, 'b', 'ArrowRight', 'rows')).toBe('c')
+    expect(move(spots, 'c', 'ArrowRight', 'rows')).toBeUndefined()
+    expect(move(spots, 'b', 'ArrowLeft', 'rows')).toBe('a')
+    expect(move(spots, 'a', 'ArrowDown', 'rows')).toBe('c')
+    expect(move(spots, 'c', 'ArrowUp', 'rows')).toBe('b')
+    expect(move(spots, 'a', 'ArrowUp', 'rows')).toBeUndefined()
+    expect(move(spots, 'c', 'ArrowDown', 'rows')).toBeUndefined()
+    expect(move(spots, 'c', 'Home', 'rows')).toBe('a')
+    expect(move(spots, 'a', 'End', 'rows')).toBe('c')
+  })
 })

@@ -4,7 +4,7 @@ import type { MetadataOptions } from "sap/ui/core/Element";
 import type RenderManager from "sap/ui/core/RenderManager";
 import type { PropertyBindingInfo } from "sap/ui/base/ManagedObject";
 import { layout, NODE_HEIGHT, NODE_WIDTH, type GraphData, type Layout } from "./layout";
-import { move, readingOrder, type Spot } from "./roving";
+import { MOVE_KEYS, move, readingOrder, type Spot } from "./roving";
 import { escape } from "./svg";
 
 export interface $GraphSettings extends $ControlSettings {
@@ -26,7 +26,6 @@ interface DomEvent {
 }
 
 const STATUS_CLASS: Record<string, string> = { Warning: "pcWarning", Error: "pcError", Success: "pcSuccess" };
-const MOVE_KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End"]);
 
 /** The word a node's state shows inside the node (besides its colour; the legend explains both). */
 const STATE_WORD: Record<string, string> = { failed: "failed", stale: "stale", customized: "customized", drift: "schema drift" };

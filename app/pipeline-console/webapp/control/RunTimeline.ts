@@ -3,6 +3,7 @@ import type RenderManager from "sap/ui/core/RenderManager";
 import type { MetadataOptions } from "sap/ui/core/Element";
 import type { $ControlSettings } from "sap/ui/core/Control";
 import type { PropertyBindingInfo } from "sap/ui/base/ManagedObject";
+import { MOVE_KEYS, move } from "./roving";
 import { escape } from "./svg";
 
 /** The lanes of the timeline: page reads (source), mapping, write batches (target). */
@@ -167,13 +168,15 @@ export default class RunTimeline extends Control {
 	private onKey(event: KeyboardEvent): void {
 		const count = this.bars().length;
 		if (!count || this.indexOf(event.target) < 0) return;
-		const moves: Record<string, number> = { ArrowRight: this.active + 1, ArrowDown: this.active + 1, ArrowLeft: this.active - 1, ArrowUp: this.active - 1, Home: 0, End: count - 1 };
-		if (event.key in moves) {
+		const active = Math.min(this.active, count - 1);
+		if (MOVE_KEYS.has(event.key)) {
 			event.preventDefault();
-			this.focusBar(Math.max(0, Math.min(count - 1, moves[event.key])), false);
+			// one sequence in time order: each bar its own column, so every arrow steps to the previous/next bar
+			const to = move(this.bars().map((_, i) => ({ key: String(i), layer: i, y: 0 })), String(active), event.key);
+			this.focusBar(to === undefined ? active : Number(to), false);
 		} else if (event.key === "Enter" || event.key === " ") {
 			event.preventDefault();
-			this.focusBar(this.active, true);
+			this.focusBar(active, true);
 		}
 	}
 }

@@ -3,6 +3,7 @@ import type RenderManager from "sap/ui/core/RenderManager";
 import type { MetadataOptions } from "sap/ui/core/Element";
 import type { $ControlSettings } from "sap/ui/core/Control";
 import type { PropertyBindingInfo } from "sap/ui/base/ManagedObject";
+import { MOVE_KEYS, move, type Spot } from "./roving";
 import { escape } from "./svg";
 
 /** One run as the timeline draws it. */
@@ -164,13 +165,14 @@ export default class RunsTimeline extends Control {
 		bar.focus();
 	}
 
-	/** The bar in the lane above/below (`step`) that starts nearest to `bar`. */
-	private laneNeighbour(bars: HTMLElement[], bar: HTMLElement, step: number): HTMLElement | undefined {
+	/** The bars as a layout in rows for ./roving: a lane per pipeline, a bar's place along it its left edge. */
+	private spots(bars: HTMLElement[]): Spot[] {
 		const lanes = [...new Set(bars.map(b => b.getAttribute("data-pipeline")))];
-		const lane = lanes[lanes.indexOf(bar.getAttribute("data-pipeline")) + step];
-		const left = (b: HTMLElement) => Number(b.querySelector("rect")?.getAttribute("x") ?? 0);
-		const candidates = bars.filter(b => b.getAttribute("data-pipeline") === lane);
-		return candidates.sort((a, b) => Math.abs(left(a) - left(bar)) - Math.abs(left(b) - left(bar)))[0];
+		return bars.map(b => ({
+			key: b.getAttribute("data-run") ?? "",
+			layer: lanes.indexOf(b.getAttribute("data-pipeline")),
+			y: Number(b.querySelector("rect")?.getAttribute("x") ?? 0)
+		}));
 	}
 
 	onclick(event: DomEvent): void {
@@ -183,19 +185,12 @@ export default class RunsTimeline extends Control {
 	onkeydown(event: DomEvent): void {
 		const bar = event.target instanceof Element ? event.target.closest<HTMLElement>("g.pcGanttRun") : null;
 		if (!bar) return;
-		const bars = this.bars();
-		const index = bars.indexOf(bar);
-		const next: Record<string, () => HTMLElement | undefined> = {
-			ArrowRight: () => bars[Math.min(index + 1, bars.length - 1)],
-			ArrowLeft: () => bars[Math.max(index - 1, 0)],
-			ArrowDown: () => this.laneNeighbour(bars, bar, 1) ?? bar,
-			ArrowUp: () => this.laneNeighbour(bars, bar, -1) ?? bar,
-			Home: () => bars[0],
-			End: () => bars[bars.length - 1]
-		};
-		if (event.key && next[event.key]) {
+		if (event.key && MOVE_KEYS.has(event.key)) {
 			event.preventDefault();
-			this.moveTo(next[event.key]());
+			// Left/Right: the previous/next run (lane by lane, by start), Up/Down: the nearest run in the lane above/below
+			const bars = this.bars();
+			const to = move(this.spots(bars), bar.getAttribute("data-run") ?? "", event.key, "rows");
+			this.moveTo(bars.find(b => b.getAttribute("data-run") === to) ?? bar);
 		} else if (event.key === "Enter" || event.key === " ") {
 			event.preventDefault();
 			this.press(bar);
