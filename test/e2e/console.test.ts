@@ -215,7 +215,8 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     const gaps = during.slice(1).map((t, i) => t - during[i])
     console.log(`landscape polls after the start (ms): ${polls().filter(t => t > clicked - 5000).map(t => t - clicked).join(', ')}; run ended at ${ended - clicked}`)
     expect(gaps.length).toBeGreaterThanOrEqual(2)
-    for (const gap of gaps) expect(gap).toBeLessThan(4500)
+    // the 3 s poll, not the idle 30 s one (timers of a busy machine's browser fire late, never early)
+    for (const gap of gaps) expect(gap).toBeLessThan(15_000)
     expect(gaps.some(gap => gap > 2500)).toBe(true) // timer-driven 3 s polls
     const after = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
     expect(after).toBe(before + 1)
@@ -223,11 +224,11 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     // back to 30 s: the first poll after the run ended comes ~30 s after the one before it
     await waitUntil(async () => /every 30 s/.test((await page.locator(byId('pollInfo')).textContent()) ?? ''), 'the 30 s poll', 10_000)
     const lastRunningPoll = Math.max(...polls())
-    await waitUntil(async () => polls().some(t => t > lastRunningPoll + 1000), 'the next idle poll', 40_000)
+    await waitUntil(async () => polls().some(t => t > lastRunningPoll + 1000), 'the next idle poll', 70_000)
     const idleGap = polls().find(t => t > lastRunningPoll + 1000)! - lastRunningPoll
     console.log(`poll gaps while running: ${gaps.join(', ')} ms; next gap once idle: ${idleGap} ms`)
     expect(idleGap).toBeGreaterThan(27_000)
-    expect(idleGap).toBeLessThan(34_000)
+    expect(idleGap).toBeLessThan(60_000)
   }, 150_000)
 
   test('the runs tab shows the new run', async () => {

@@ -34,6 +34,20 @@ function listening(child: ChildProcess, dir: string, timeout: number): Promise<{
   })
 }
 
+/** How long a stopped app may take to end before it is killed. */
+const STOP_GRACE_MS = 15_000
+
+/** Whether `ended` settles within `ms` (the timer does not keep the process alive). */
+async function endsWithin(ended: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), ms); timer.unref() })
+  try {
+    return await Promise.race([ended.then(() => true as const), timedOut])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** A `cds-serve` child process once it listens: its URL, its output, and how to end it. */
 async function served(child: ChildProcess, dir: string, timeout: number): Promise<RunningApp> {
   const exited = new Promise<void>(resolve => child.on('exit', () => resolve()))
@@ -44,7 +58,7 @@ async function served(child: ChildProcess, dir: string, timeout: number): Promis
     output,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM')
-      await exited
+      if (!(await endsWithin(exited, STOP_GRACE_MS))) { child.kill('SIGKILL'); await exited }
     },
     async kill() {
       child.kill('SIGKILL')
@@ -173,7 +187,8 @@ export async function startShell(command: string, cwd: string, options: { env?: 
   const exited = new Promise<void>(resolve => (child.exitCode === null ? child.on('exit', () => resolve()) : resolve()))
   return {
     ...app,
-    async stop() { signal('SIGTERM'); await exited },
+    // a `cds watch` caught restarting may not end on SIGTERM: the whole group is killed after a grace period
+    async stop() { signal('SIGTERM'); if (!(await endsWithin(exited, STOP_GRACE_MS))) { signal('SIGKILL'); await exited } },
     async kill() { signal('SIGKILL'); await exited },
   }
 }

@@ -134,7 +134,8 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
     }
     /** Step 6's request for `name`: the answer's status and message, the pipeline's lastError and its latest run's error. */
     async function runFails(name: string) {
-      const response = await fetch(`${server!.url}/pipeline/execute`, { method: 'POST', headers: { ...alice, 'content-type': 'application/json' }, body: JSON.stringify({ name }) })
+      // a deadline names the step that hangs (instead of the test's own timeout)
+      const response = await fetch(`${server!.url}/pipeline/execute`, { method: 'POST', headers: { ...alice, 'content-type': 'application/json' }, body: JSON.stringify({ name }), signal: AbortSignal.timeout(150_000) })
       const answer = await response.json() as { error?: { message: string } }
       const tracker = await (await fetch(`${server!.url}/pipeline/Pipelines('${name}')`, { headers: alice })).json() as { lastError: string }
       const runs = await (await fetch(`${server!.url}/pipeline/PipelineRuns?$filter=pipeline_name eq '${name}'&$orderby=startTime desc&$top=1`, { headers: alice })).json() as { value: Array<{ error: unknown }> }
