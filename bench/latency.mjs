@@ -64,9 +64,15 @@ else await main()
 function latencyProxy(target) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
   const upstream = new URL(target)
-  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0 }
+  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }
   const server = http.createServer((req, res) => {
     state.requests++
+    // what each request is: the first page asking for the count, a one-row boundary sample, a page
+    // (an answer without rows — a range's end — counted as `empty` once it arrived)
+    const url = decodeURIComponent(req.url)
+    const kind = /\$count=true|\$inlinecount/.test(url) ? 'count' : /\$top=1&|\$top=1$/.test(url) && url.includes('$skip=') ? 'sample' : 'page'
+    state.kinds[kind]++
+    let answered = 0
     state.inFlight++
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
     res.once('close', () => { state.inFlight-- })
@@ -75,7 +81,8 @@ function latencyProxy(target) {
     req.on('end', () => setTimeout(() => {
       const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host }, agent }, answer => {
         res.writeHead(answer.statusCode, answer.headers)
-        answer.on('data', chunk => { state.bytes += chunk.length })
+        answer.on('data', chunk => { state.bytes += chunk.length; answered += chunk.length })
+        answer.on('end', () => { if (kind === 'page' && answered < 400) state.kinds.empty++ })
         answer.pipe(res)
       })
       forward.on('error', error => { res.writeHead(502); res.end(String(error.message)) })
@@ -84,7 +91,7 @@ function latencyProxy(target) {
   })
   return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
     url: `http://127.0.0.1:${server.address().port}`, state,
-    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0 }) },
+    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }) },
     close: () => { agent.destroy(); server.closeAllConnections(); return new Promise(done => server.close(done)) },
   })))
 }
@@ -186,8 +193,10 @@ async function main() {
               const proxyCpu = process.cpuUsage(cpu0.proxy)
               const cpu = { provider: processCpuMs(provider.child.pid) - cpu0.provider, proxy: (proxyCpu.user + proxyCpu.system) / 1000, consumer: measured.cpuMs }
               const floorNow = raw.pages * latency + serve.ms
-              ;(cells[parallel] ??= []).push({ ...measured, cpu, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
-              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms, peak RSS ${fixed(measured.rssMB, 1)} MB, ${proxy.state.requests} requests, ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}`)
+              const cpuFloor = cpuFloorOf(cpu)
+              const kinds = { ...proxy.state.kinds }
+              ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
+              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB, ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
               await rm(file, { force: true })
             }
           }
@@ -202,6 +211,8 @@ async function main() {
               ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), requests: median(runs.map(x => x.requests)),
               best: { ms: best.ms, floorMs: best.floor, ratio: best.ms / best.floor },
               cpu: { provider: median(runs.map(x => x.cpu.provider)), consumer: median(runs.map(x => x.cpu.consumer)), proxy: median(runs.map(x => x.cpu.proxy)) },
+              cpuFloorMs: median(runs.map(x => x.cpuFloor)),
+              kinds: runs.at(-1).kinds,
               maxInFlight: Math.max(...runs.map(x => x.maxInFlight)),
             }
           }
@@ -218,18 +229,33 @@ async function main() {
   report(results, parallels)
 }
 
+/**
+ * The CPU floor of one copy: with provider, consumer and proxy on this machine, a copy takes at
+ * least the provider's CPU time (one Node process, one core), the consumer's, and all of it spread
+ * over the cores — whatever the latency.
+ */
+function cpuFloorOf(cpu) {
+  return Math.max(cpu.provider, cpu.consumer, (cpu.provider + cpu.consumer + cpu.proxy) / os.cpus().length)
+}
+
+/** One line per size, latency and `parallel`: the copy, its floors and the ratios, CPU, requests, memory. */
+function table(results, parallels) {
+  const header = ['N', 'latency', 'parallel', 'copy ms (median)', 'floor ms', 'copy ÷ floor', 'best round ÷ its floor', 'CPU floor ms', 'CPU floor ÷ floor', 'copy ÷ CPU floor', 'CPU/page ms provider / consumer', 'requests: count + samples + pages (empty)', 'in flight ≤', 'peak RSS MB (Δ p1)']
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`]
+  for (const row of results) {
+    for (const p of parallels) {
+      const run = row.runs[p]
+      const k = run.kinds
+      const delta = p > 1 && row.runs[1] ? ` (${run.rssMB - row.runs[1].rssMB >= 0 ? '+' : ''}${fixed(run.rssMB - row.runs[1].rssMB, 1)})` : ''
+      lines.push(`| ${[row.n, row.latency, p, fixed(run.ms), fixed(row.floorMs), fixed(run.ms / row.floorMs, 2), fixed(run.best.ratio, 2), fixed(run.cpuFloorMs), fixed(run.cpuFloorMs / row.floorMs, 2), fixed(run.ms / run.cpuFloorMs, 2), `${fixed(run.cpu.provider / row.pages, 2)} / ${fixed(run.cpu.consumer / row.pages, 2)}`, `${k.count} + ${k.sample} + ${k.page} (${k.empty})`, run.maxInFlight, `${fixed(run.rssMB, 1)}${delta}`].join(' | ')} |`)
+    }
+  }
+  return lines.join('\n')
+}
+
 function report(results, parallels) {
-  const lines = []
-  const header = ['N', 'latency', 'pages', 'floor ms (pages×lat + serve)', 'raw seq. read ms', ...parallels.map(p => `parallel ${p}: median ms (× floor)`), ...parallels.map(p => `p${p} best-of-N ms (× its floor)`), ...parallels.map(p => `p${p} CPU ms provider/consumer/proxy`), ...parallels.map(p => `RSS p${p} MB`)]
-  lines.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`)
   const checks = []
   for (const row of results) {
-    const cells = [row.n, `${row.latency} ms`, row.pages, fixed(row.floorMs), fixed(row.rawMs)]
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].ms)} (${fixed(row.runs[p].ms / row.floorMs, 2)})`)
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].best.ms)} (${fixed(row.runs[p].best.ratio, 2)})`)
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].cpu.provider)}/${fixed(row.runs[p].cpu.consumer)}/${fixed(row.runs[p].cpu.proxy)}`)
-    for (const p of parallels) cells.push(fixed(row.runs[p].rssMB, 1))
-    lines.push(`| ${cells.join(' | ')} |`)
     const one = row.runs[1]
     for (const p of parallels.filter(x => x > 1)) {
       const run = row.runs[p]
@@ -251,7 +277,7 @@ function report(results, parallels) {
       checks.push([`N=${row.n} ${row.latency} ms parallel ${p}: most requests in flight`, run.maxInFlight, `≤ ${p}`, run.maxInFlight <= p])
     }
   }
-  console.log(`\n${lines.join('\n')}\n`)
+  console.log(`\n${table(results, parallels)}\n`)
   for (const [what, value, target, ok] of checks) console.log(`${ok ? '✓' : '✗'} ${what}: ${fixed(value, 2)} (${target})`)
   return mkdir(path.dirname(RESULTS), { recursive: true }).then(() => writeFile(RESULTS, JSON.stringify({ date: new Date().toISOString(), results, checks }, null, 2)))
 }

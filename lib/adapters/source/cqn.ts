@@ -6,6 +6,7 @@
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { partitionedPages } from './partitions.js'
+import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
 import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
@@ -82,6 +83,14 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
       const keys = keyNames(entity)
       yield* pagesOf([{ order: keys }], this.batchSize, request => withRetry(() => this.entityPage(entity, keys, request), this.pipeline.retry))
     }
+  }
+
+  /** Deletes sweep with `parallel` > 1 (entity shape): the keys in ranges listed at once (key-ranges.ts). */
+  override async keyRanges(): Promise<KeyRanges | undefined> {
+    const entity = this.entity
+    if (!entity || this.pipeline.config.source.query || this.pipeline.parallel <= 1) return undefined
+    const keys = keyNames(entity)
+    return keyRanges({ name: this.pipeline.name, order: keys, top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.entityPage(entity, keys, request, true), retry: this.pipeline.retry })
   }
 
   /** Every row of the entity matching a CQN `where` (event micro-batches, lib/events); retried like reads. */

@@ -8,6 +8,7 @@ import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { partitionedPages } from './partitions.js'
+import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { type ODataVersion } from '../predicate.js'
 import { odataQueryPath } from '../odata-client.js'
 import { withRetry } from '../retry.js'
@@ -119,6 +120,13 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
       withRetry(() => this.fetchPage(request, keys), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': key read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
     )
+  }
+
+  /** Deletes sweep with `parallel` > 1: the keys in ranges listed at once (key-ranges.ts). */
+  override async keyRanges(): Promise<KeyRanges | undefined> {
+    if (this.pipeline.parallel <= 1) return undefined
+    const keys = this.keys()
+    return keyRanges({ name: this.pipeline.name, order: keys, top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.fetchPage(request, keys), retry: this.pipeline.retry })
   }
 
   /** The OData version of the source (`v4`, `v2`). */
