@@ -24,7 +24,7 @@ import { RangeLedger, tagBatch } from '../ranges.js'
 import { retryAfterOf, statusOf, withRetry } from '../retry.js'
 import { currentRun } from '../../runs/index.js'
 import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
-import { RequestSlots, processSlots } from './slots.js'
+import { RequestSlots, inProcessSlot } from './slots.js'
 import { Concurrency } from './governor.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
@@ -82,7 +82,7 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
     stop: () => { stopped = true },
     send: (request, timed = request.top === top) => withRetry(() => {
       if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
-      return sender.slots.run(() => processSlots.run(async () => {
+      return sender.slots.run(() => inProcessSlot(async () => {
         const level = concurrency.level
         const sent = performance.now()
         const page = await read.fetchPage(request)
