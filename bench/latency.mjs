@@ -196,7 +196,7 @@ async function main() {
               const cpuFloor = cpuFloorOf(cpu)
               const kinds = { ...proxy.state.kinds }
               ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
-              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB, ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
+              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, external +${fixed(measured.externalMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
               await rm(file, { force: true })
             }
           }
@@ -208,7 +208,7 @@ async function main() {
             // best of the rounds: the product's and the floor's time of the same round
             const best = runs.reduce((a, b) => (b.ms / b.floor < a.ms / a.floor ? b : a))
             row.runs[parallel] = {
-              ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), requests: median(runs.map(x => x.requests)),
+              ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), heapMB: median(runs.map(x => x.heapMB)), requests: median(runs.map(x => x.requests)),
               best: { ms: best.ms, floorMs: best.floor, ratio: best.ms / best.floor },
               cpu: { provider: median(runs.map(x => x.cpu.provider)), consumer: median(runs.map(x => x.cpu.consumer)), proxy: median(runs.map(x => x.cpu.proxy)) },
               cpuFloorMs: median(runs.map(x => x.cpuFloor)),
@@ -240,14 +240,15 @@ function cpuFloorOf(cpu) {
 
 /** One line per size, latency and `parallel`: the copy, its floors and the ratios, CPU, requests, memory. */
 function table(results, parallels) {
-  const header = ['N', 'latency', 'parallel', 'copy ms (median)', 'floor ms', 'copy ÷ floor', 'best round ÷ its floor', 'CPU floor ms', 'CPU floor ÷ floor', 'copy ÷ CPU floor', 'CPU/page ms provider / consumer', 'requests: count + samples + pages (empty)', 'in flight ≤', 'peak RSS MB (Δ p1)']
+  const header = ['N', 'latency', 'parallel', 'copy ms (median)', 'floor ms', 'copy ÷ floor', 'best round ÷ its floor', 'CPU floor ms', 'CPU floor ÷ floor', 'copy ÷ CPU floor', 'CPU/page ms provider / consumer', 'requests: count + samples + pages (empty)', 'in flight ≤', 'peak RSS MB (Δ p1)', 'heap peak MB (Δ p1)']
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`]
   for (const row of results) {
     for (const p of parallels) {
       const run = row.runs[p]
       const k = run.kinds
       const delta = p > 1 && row.runs[1] ? ` (${run.rssMB - row.runs[1].rssMB >= 0 ? '+' : ''}${fixed(run.rssMB - row.runs[1].rssMB, 1)})` : ''
-      lines.push(`| ${[row.n, row.latency, p, fixed(run.ms), fixed(row.floorMs), fixed(run.ms / row.floorMs, 2), fixed(run.best.ratio, 2), fixed(run.cpuFloorMs), fixed(run.cpuFloorMs / row.floorMs, 2), fixed(run.ms / run.cpuFloorMs, 2), `${fixed(run.cpu.provider / row.pages, 2)} / ${fixed(run.cpu.consumer / row.pages, 2)}`, `${k.count} + ${k.sample} + ${k.page} (${k.empty})`, run.maxInFlight, `${fixed(run.rssMB, 1)}${delta}`].join(' | ')} |`)
+      const heapDelta = p > 1 && row.runs[1] ? ` (${run.heapMB - row.runs[1].heapMB >= 0 ? '+' : ''}${fixed(run.heapMB - row.runs[1].heapMB, 1)})` : ''
+      lines.push(`| ${[row.n, row.latency, p, fixed(run.ms), fixed(row.floorMs), fixed(run.ms / row.floorMs, 2), fixed(run.best.ratio, 2), fixed(run.cpuFloorMs), fixed(run.cpuFloorMs / row.floorMs, 2), fixed(run.ms / run.cpuFloorMs, 2), `${fixed(run.cpu.provider / row.pages, 2)} / ${fixed(run.cpu.consumer / row.pages, 2)}`, `${k.count} + ${k.sample} + ${k.page} (${k.empty})`, run.maxInFlight, `${fixed(run.rssMB, 1)}${delta}`, `${fixed(run.heapMB, 1)}${heapDelta}`].join(' | ')} |`)
     }
   }
   return lines.join('\n')
@@ -297,14 +298,26 @@ async function worker() {
   let reduced
   const info = console.info
   console.info = (...args) => { const text = args.map(String).join(' '); if (text.includes('parallel reduced')) reduced = text.replace(/^.*parallel reduced/, 'reduced'); info(...args) }
+  // the heap's peak during the copy (sampled): what the read holds, apart from V8's slack in RSS
+  const heap0 = process.memoryUsage()
+  const peak = { heap: 0, external: 0 }
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage()
+    peak.heap = Math.max(peak.heap, m.heapUsed - heap0.heapUsed)
+    peak.external = Math.max(peak.external, m.external - heap0.external)
+  }, 5)
   const t0 = now()
   const cpu0 = process.cpuUsage()
   const { done } = await engine.execute('latency', { mode: 'full' })
   const outcome = await done
   const ms = now() - t0
   const cpu = process.cpuUsage(cpu0)
+  clearInterval(sampler)
+  // what the copy left behind once collected (retained, not slack): should be ≈ 0 whatever `parallel`
+  globalThis.gc?.()
+  const retainedMB = (process.memoryUsage().heapUsed - heap0.heapUsed) / MB
   if (outcome.status !== 'completed' || outcome.statistics.created !== o.n) throw new Error(`full run: ${outcome.status} ${JSON.stringify(outcome.statistics)}`)
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
-  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
+  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, heapMB: peak.heap / MB, externalMB: peak.external / MB, retainedMB, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
   setTimeout(() => process.exit(0), 50)
 }
