@@ -64,7 +64,7 @@ else await main()
 function latencyProxy(target) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
   const upstream = new URL(target)
-  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }
+  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }
   const server = http.createServer((req, res) => {
     state.requests++
     // what each request is: the first page asking for the count, a one-row boundary sample, a page
@@ -78,11 +78,17 @@ function latencyProxy(target) {
     res.once('close', () => { state.inFlight-- })
     const chunks = []
     req.on('data', chunk => chunks.push(chunk))
+    let forwarded = 0
     req.on('end', () => setTimeout(() => {
+      forwarded = now()
       const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host }, agent }, answer => {
         res.writeHead(answer.statusCode, answer.headers)
         answer.on('data', chunk => { state.bytes += chunk.length; answered += chunk.length })
-        answer.on('end', () => { if (kind === 'page' && answered < 400) state.kinds.empty++ })
+        answer.on('end', () => {
+          if (kind === 'page' && answered < 400) state.kinds.empty++
+          // the provider's time for a boundary sample (it skips up to n rows)
+          if (kind === 'sample') state.sampleMs = Math.max(state.sampleMs, now() - forwarded)
+        })
         answer.pipe(res)
       })
       forward.on('error', error => { res.writeHead(502); res.end(String(error.message)) })
@@ -91,7 +97,7 @@ function latencyProxy(target) {
   })
   return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
     url: `http://127.0.0.1:${server.address().port}`, state,
-    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }) },
+    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }) },
     close: () => { agent.destroy(); server.closeAllConnections(); return new Promise(done => server.close(done)) },
   })))
 }
@@ -196,7 +202,7 @@ async function main() {
               const cpuFloor = cpuFloorOf(cpu)
               const kinds = { ...proxy.state.kinds }
               ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
-              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, external +${fixed(measured.externalMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
+              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty${kinds.sample ? `; slowest sample ${fixed(proxy.state.sampleMs)} ms at the provider` : ''}), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
               await rm(file, { force: true })
             }
           }
@@ -300,12 +306,11 @@ async function worker() {
   console.info = (...args) => { const text = args.map(String).join(' '); if (text.includes('parallel reduced')) reduced = text.replace(/^.*parallel reduced/, 'reduced'); info(...args) }
   // the heap's peak during the copy (sampled): what the read holds, apart from V8's slack in RSS
   const heap0 = process.memoryUsage()
-  const peak = { heap: 0, external: 0 }
+  const peak = { heap: 0 }
   const sampler = setInterval(() => {
-    const m = process.memoryUsage()
-    peak.heap = Math.max(peak.heap, m.heapUsed - heap0.heapUsed)
-    peak.external = Math.max(peak.external, m.external - heap0.external)
-  }, 5)
+    // v8's heap statistics only (process.memoryUsage() reads /proc: a cost the copy would pay)
+    peak.heap = Math.max(peak.heap, v8.getHeapStatistics().used_heap_size - heap0.heapUsed)
+  }, 10)
   const t0 = now()
   const cpu0 = process.cpuUsage()
   const { done } = await engine.execute('latency', { mode: 'full' })
@@ -318,6 +323,6 @@ async function worker() {
   const retainedMB = (process.memoryUsage().heapUsed - heap0.heapUsed) / MB
   if (outcome.status !== 'completed' || outcome.statistics.created !== o.n) throw new Error(`full run: ${outcome.status} ${JSON.stringify(outcome.statistics)}`)
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
-  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, heapMB: peak.heap / MB, externalMB: peak.external / MB, retainedMB, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
+  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, heapMB: peak.heap / MB, retainedMB, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
   setTimeout(() => process.exit(0), 50)
 }

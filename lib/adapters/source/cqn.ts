@@ -114,7 +114,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
 
   /** The CQN of one ordered keyset page: the columns, the page's filter, its order, at most `top` rows. */
   protected pageQuery(entity: CsnEntity, columns: string[], request: PageRequest): Query {
-    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top, request.skip)
+    const query = ql.SELECT.from(entity.name).columns(...(request.columns ?? columns)).orderBy(...request.order).limit(request.top, request.skip)
     if (request.filter) query.where(toCqn(request.filter))
     return query
   }

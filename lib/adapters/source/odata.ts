@@ -170,7 +170,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /** The relative URL of one page. */
   protected pageUrl(request: PageRequest, select: string[] | undefined): string {
     if (request.nextLink) return this.relativeLink(request.nextLink)
-    return odataQueryPath(this.entitySet, { select, filter: request.filter, orderBy: request.order, top: request.top, skip: request.skip, count: request.count }, this.typeOf, this.version)
+    return odataQueryPath(this.entitySet, { select: request.columns ?? select, filter: request.filter, orderBy: request.order, top: request.top, skip: request.skip, count: request.count }, this.typeOf, this.version)
   }
 
   /** Next links may be absolute or relative to the service root. */

@@ -17,6 +17,8 @@ export interface PageRequest {
   count: boolean
   /** Rows to skip (a partition boundary's sample; pages themselves never skip). */
   skip?: number
+  /** Only these columns instead of the read's (a boundary sample needs its order columns only). */
+  columns?: string[]
   /** Server-driven paging: the link the previous page returned. */
   nextLink?: string
 }

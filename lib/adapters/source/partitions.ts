@@ -101,12 +101,13 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
 
 /**
  * The boundaries of `ranges` key ranges of a segment of `count` rows: the order columns of the
- * rows at k·n/p, one row per request, all sent at once; each boundary once.
+ * rows at k·n/p, one row per request, all sent at once; each boundary once. A sample selects its
+ * order columns only: the source skips up to n rows for it, and need not read their other columns.
  */
 export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, count: number, ranges: number, top: number): Promise<DataRecord[]> {
   sender.sampling = true
   try {
-    const sampled = await Promise.all(boundaryPositions(count, ranges, top).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })))
+    const sampled = await Promise.all(boundaryPositions(count, ranges, top).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
     return distinct(segment.order, sampled.map(page => page.records[0]))
   } finally {
     sender.sampling = false
