@@ -35,6 +35,7 @@ import type { DataRecord } from '../pipeline/types.js'
 import type { PreparedPipeline } from './run-types.js'
 import type { WriteContext } from '../adapters/types.js'
 import { rangesOf } from '../adapters/source/partitions.js'
+import { sequentialNote } from '../adapters/source/base.js'
 import type { Predicate } from '../adapters/predicate.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -150,6 +151,7 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
     { order, compare, guard, counts, chunk: pipeline.batchSize, remove: keys => target.deleteKeys!(keys, context) })
   // `parallel` > 1: the source's keys in ranges listed at once, each merged with the replica's keys of the same range
   const ranges = await source.keyRanges()
+  if (!ranges && pipeline.parallel > 1) sequentialNote(pipeline, 'the deletes sweep lists the source\'s keys page after page: its source cannot list them in key ranges')
   if (!ranges || !ranges.boundaries.length) {
     const keys = ranges ? ranges.keys(0) : source.readKeys()
     try {

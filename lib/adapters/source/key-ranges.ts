@@ -12,9 +12,8 @@
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { currentRun } from '../../runs/index.js'
-import { partitionSender, rangesOf, sampleBoundaries, type PartitionedRead } from './partitions.js'
+import { partitionSender, rangeBounds, sampleBoundaries, type PartitionedRead } from './partitions.js'
 import { segmentPages } from './pager.js'
-import type { Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -41,14 +40,15 @@ export async function keyRanges(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
   const count = head.count
   const split = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
   const boundaries = split < 2 ? [] : await sampleBoundaries(sender, { order }, count!, split, top)
-  const filters: Array<Predicate | undefined> = rangesOf(order, boundaries)
+  const ranges = rangeBounds(order, boundaries)
   if (boundaries.length) {
-    LOG.info(`pipeline '${name}': deletes sweep lists ${count} source keys in ${filters.length} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once`)
-    currentRun()?.event('partitions', { phase: 'target', rows: count, message: `source keys listed in ${filters.length} ranges, up to ${read.parallel} requests at once`, details: { ranges: filters.length, parallel: read.parallel } })
+    LOG.info(`pipeline '${name}': deletes sweep lists ${count} source keys in ${ranges.length} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once`)
+    currentRun()?.event('partitions', { phase: 'target', rows: count, message: `source keys listed in ${ranges.length} ranges, up to ${read.parallel} requests at once`, details: { ranges: ranges.length, parallel: read.parallel } })
   } else if (count === undefined) LOG.info(`pipeline '${name}': the source reports no count; the deletes sweep lists its keys page after page`)
   return {
     boundaries,
-    keys: k => segmentPages({ order, filter: filters[k] }, top, request => sender.send(request)),
+    // a range's start for its first page only (pager.ts)
+    keys: k => segmentPages({ order, filter: ranges[k].to, from: ranges[k].from }, top, request => sender.send(request)),
     close: () => sender.stop(),
     get peak() {
       return sender.slots.peak

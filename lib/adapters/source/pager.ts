@@ -64,7 +64,7 @@ export async function* segmentPages(
     const since = performance.now()
     const result = initial && first ? first : await fetchPage(nextLink
       ? { nextLink, order: segment.order, top, count: false }
-      : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: initial })
+      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count: initial })
     if (!(initial && first)) pageRead(result, since)
     if (initial && typeof result.count === 'number') total = result.count
     if (initial && progress && !first) countSegment(progress, total)

@@ -142,7 +142,8 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   LOG.info(`pipeline '${name}': read of ${count} rows in ${boundaries.length + 1} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once (from ${concurrency.level})`)
   currentRun()?.event('partitions', { phase: 'source', rows: count, message: `read in ${boundaries.length + 1} ranges, up to ${read.parallel} requests at once`, details: { ranges: boundaries.length + 1, parallel: read.parallel, startLevel: concurrency.level } })
   const rest = after(order, last)
-  const parts = rangesOf(order, boundaries).map(range => segmentPages({ order, filter: and(segment.filter, rest, range) }, top, request => send(request)))
+  // each range's lower bounds (the first page's end, its boundary) for its first page only: later pages start after their last row
+  const parts = rangeBounds(order, boundaries).map(({ from, to }) => segmentPages({ order, filter: and(segment.filter, to), from: and(rest, from) }, top, request => send(request)))
   try {
     // range 0 is the first page (handed on above); the key ranges are 1…: a delta's watermark
     // moves only as far as the ranges below it are complete (ranges.ts)
@@ -193,10 +194,15 @@ function distinct(order: string[], rows: Array<DataRecord | undefined>): DataRec
  * boundary. Disjoint and complete even if the sampled boundaries came back out of order.
  */
 export function rangesOf(order: string[], boundaries: DataRecord[]): Array<Predicate | undefined> {
-  return Array.from({ length: boundaries.length + 1 }, (_, k) => and(
-    k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
-    ...boundaries.slice(k).map(bound => before(order, bound)),
-  ))
+  return rangeBounds(order, boundaries).map(({ from, to }) => and(from, to))
+}
+
+/** The ranges of `rangesOf` as their lower bound (`from`, none for the first) and upper bounds (`to`, none for the last). */
+export function rangeBounds(order: string[], boundaries: DataRecord[]): Array<{ from?: Predicate; to?: Predicate }> {
+  return Array.from({ length: boundaries.length + 1 }, (_, k) => ({
+    from: k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
+    to: and(...boundaries.slice(k).map(bound => before(order, bound))),
+  }))
 }
 
 /**
