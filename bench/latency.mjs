@@ -23,6 +23,7 @@
  *   BENCH_LATENCIES=0,20,50,100  ms added per request
  *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
  *   BENCH_ROUNDS=2               rounds (medians)
+ *   BENCH_LIVE_HEAP=1            heap peak of live data (a forced GC every 250 ms) instead of the sampled heap
  *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
  *                                machine's other load is below that many cores
  */
@@ -307,10 +308,13 @@ async function worker() {
   // the heap's peak during the copy (sampled): what the read holds, apart from V8's slack in RSS
   const heap0 = process.memoryUsage()
   const peak = { heap: 0 }
+  // BENCH_LIVE_HEAP=1: the heap after a forced GC every 250 ms instead (what is live, not V8's slack; slows the copy)
+  const live = process.env.BENCH_LIVE_HEAP === '1'
   const sampler = setInterval(() => {
+    if (live) globalThis.gc?.()
     // v8's heap statistics only (process.memoryUsage() reads /proc: a cost the copy would pay)
     peak.heap = Math.max(peak.heap, v8.getHeapStatistics().used_heap_size - heap0.heapUsed)
-  }, 10)
+  }, live ? 250 : 10)
   const t0 = now()
   const cpu0 = process.cpuUsage()
   const { done } = await engine.execute('latency', { mode: 'full' })
