@@ -23,6 +23,7 @@
  *   BENCH_LATENCIES=0,20,50,100  ms added per request
  *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
  *   BENCH_ROUNDS=2               rounds (medians)
+ *   BENCH_LIVE_HEAP=1            heap peak of live data (a forced GC every 250 ms) instead of the sampled heap
  *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
  *                                machine's other load is below that many cores
  */
@@ -64,18 +65,31 @@ else await main()
 function latencyProxy(target) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
   const upstream = new URL(target)
-  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0 }
+  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }
   const server = http.createServer((req, res) => {
     state.requests++
+    // what each request is: the first page asking for the count, a one-row boundary sample, a page
+    // (an answer without rows — a range's end — counted as `empty` once it arrived)
+    const url = decodeURIComponent(req.url)
+    const kind = /\$count=true|\$inlinecount/.test(url) ? 'count' : /\$top=1&|\$top=1$/.test(url) && url.includes('$skip=') ? 'sample' : 'page'
+    state.kinds[kind]++
+    let answered = 0
     state.inFlight++
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
     res.once('close', () => { state.inFlight-- })
     const chunks = []
     req.on('data', chunk => chunks.push(chunk))
+    let forwarded = 0
     req.on('end', () => setTimeout(() => {
+      forwarded = now()
       const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host }, agent }, answer => {
         res.writeHead(answer.statusCode, answer.headers)
-        answer.on('data', chunk => { state.bytes += chunk.length })
+        answer.on('data', chunk => { state.bytes += chunk.length; answered += chunk.length })
+        answer.on('end', () => {
+          if (kind === 'page' && answered < 400) state.kinds.empty++
+          // the provider's time for a boundary sample (it skips up to n rows)
+          if (kind === 'sample') state.sampleMs = Math.max(state.sampleMs, now() - forwarded)
+        })
         answer.pipe(res)
       })
       forward.on('error', error => { res.writeHead(502); res.end(String(error.message)) })
@@ -84,7 +98,7 @@ function latencyProxy(target) {
   })
   return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
     url: `http://127.0.0.1:${server.address().port}`, state,
-    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0 }) },
+    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }) },
     close: () => { agent.destroy(); server.closeAllConnections(); return new Promise(done => server.close(done)) },
   })))
 }
@@ -186,8 +200,10 @@ async function main() {
               const proxyCpu = process.cpuUsage(cpu0.proxy)
               const cpu = { provider: processCpuMs(provider.child.pid) - cpu0.provider, proxy: (proxyCpu.user + proxyCpu.system) / 1000, consumer: measured.cpuMs }
               const floorNow = raw.pages * latency + serve.ms
-              ;(cells[parallel] ??= []).push({ ...measured, cpu, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
-              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms, peak RSS ${fixed(measured.rssMB, 1)} MB, ${proxy.state.requests} requests, ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}`)
+              const cpuFloor = cpuFloorOf(cpu)
+              const kinds = { ...proxy.state.kinds }
+              ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
+              console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty${kinds.sample ? `; slowest sample ${fixed(proxy.state.sampleMs)} ms at the provider` : ''}), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
               await rm(file, { force: true })
             }
           }
@@ -199,9 +215,11 @@ async function main() {
             // best of the rounds: the product's and the floor's time of the same round
             const best = runs.reduce((a, b) => (b.ms / b.floor < a.ms / a.floor ? b : a))
             row.runs[parallel] = {
-              ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), requests: median(runs.map(x => x.requests)),
+              ms: median(runs.map(x => x.ms)), rssMB: median(runs.map(x => x.rssMB)), heapMB: median(runs.map(x => x.heapMB)), requests: median(runs.map(x => x.requests)),
               best: { ms: best.ms, floorMs: best.floor, ratio: best.ms / best.floor },
               cpu: { provider: median(runs.map(x => x.cpu.provider)), consumer: median(runs.map(x => x.cpu.consumer)), proxy: median(runs.map(x => x.cpu.proxy)) },
+              cpuFloorMs: median(runs.map(x => x.cpuFloor)),
+              kinds: runs.at(-1).kinds,
               maxInFlight: Math.max(...runs.map(x => x.maxInFlight)),
             }
           }
@@ -218,18 +236,34 @@ async function main() {
   report(results, parallels)
 }
 
+/**
+ * The CPU floor of one copy: with provider, consumer and proxy on this machine, a copy takes at
+ * least the provider's CPU time (one Node process, one core), the consumer's, and all of it spread
+ * over the cores — whatever the latency.
+ */
+function cpuFloorOf(cpu) {
+  return Math.max(cpu.provider, cpu.consumer, (cpu.provider + cpu.consumer + cpu.proxy) / os.cpus().length)
+}
+
+/** One line per size, latency and `parallel`: the copy, its floors and the ratios, CPU, requests, memory. */
+function table(results, parallels) {
+  const header = ['N', 'latency', 'parallel', 'copy ms (median)', 'floor ms', 'copy ÷ floor', 'best round ÷ its floor', 'CPU floor ms', 'CPU floor ÷ floor', 'copy ÷ CPU floor', 'CPU/page ms provider / consumer', 'requests: count + samples + pages (empty)', 'in flight ≤', 'peak RSS MB (Δ p1)', 'heap peak MB (Δ p1)']
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`]
+  for (const row of results) {
+    for (const p of parallels) {
+      const run = row.runs[p]
+      const k = run.kinds
+      const delta = p > 1 && row.runs[1] ? ` (${run.rssMB - row.runs[1].rssMB >= 0 ? '+' : ''}${fixed(run.rssMB - row.runs[1].rssMB, 1)})` : ''
+      const heapDelta = p > 1 && row.runs[1] ? ` (${run.heapMB - row.runs[1].heapMB >= 0 ? '+' : ''}${fixed(run.heapMB - row.runs[1].heapMB, 1)})` : ''
+      lines.push(`| ${[row.n, row.latency, p, fixed(run.ms), fixed(row.floorMs), fixed(run.ms / row.floorMs, 2), fixed(run.best.ratio, 2), fixed(run.cpuFloorMs), fixed(run.cpuFloorMs / row.floorMs, 2), fixed(run.ms / run.cpuFloorMs, 2), `${fixed(run.cpu.provider / row.pages, 2)} / ${fixed(run.cpu.consumer / row.pages, 2)}`, `${k.count} + ${k.sample} + ${k.page} (${k.empty})`, run.maxInFlight, `${fixed(run.rssMB, 1)}${delta}`, `${fixed(run.heapMB, 1)}${heapDelta}`].join(' | ')} |`)
+    }
+  }
+  return lines.join('\n')
+}
+
 function report(results, parallels) {
-  const lines = []
-  const header = ['N', 'latency', 'pages', 'floor ms (pages×lat + serve)', 'raw seq. read ms', ...parallels.map(p => `parallel ${p}: median ms (× floor)`), ...parallels.map(p => `p${p} best-of-N ms (× its floor)`), ...parallels.map(p => `p${p} CPU ms provider/consumer/proxy`), ...parallels.map(p => `RSS p${p} MB`)]
-  lines.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`)
   const checks = []
   for (const row of results) {
-    const cells = [row.n, `${row.latency} ms`, row.pages, fixed(row.floorMs), fixed(row.rawMs)]
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].ms)} (${fixed(row.runs[p].ms / row.floorMs, 2)})`)
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].best.ms)} (${fixed(row.runs[p].best.ratio, 2)})`)
-    for (const p of parallels) cells.push(`${fixed(row.runs[p].cpu.provider)}/${fixed(row.runs[p].cpu.consumer)}/${fixed(row.runs[p].cpu.proxy)}`)
-    for (const p of parallels) cells.push(fixed(row.runs[p].rssMB, 1))
-    lines.push(`| ${cells.join(' | ')} |`)
     const one = row.runs[1]
     for (const p of parallels.filter(x => x > 1)) {
       const run = row.runs[p]
@@ -251,7 +285,7 @@ function report(results, parallels) {
       checks.push([`N=${row.n} ${row.latency} ms parallel ${p}: most requests in flight`, run.maxInFlight, `≤ ${p}`, run.maxInFlight <= p])
     }
   }
-  console.log(`\n${lines.join('\n')}\n`)
+  console.log(`\n${table(results, parallels)}\n`)
   for (const [what, value, target, ok] of checks) console.log(`${ok ? '✓' : '✗'} ${what}: ${fixed(value, 2)} (${target})`)
   return mkdir(path.dirname(RESULTS), { recursive: true }).then(() => writeFile(RESULTS, JSON.stringify({ date: new Date().toISOString(), results, checks }, null, 2)))
 }
@@ -271,14 +305,28 @@ async function worker() {
   let reduced
   const info = console.info
   console.info = (...args) => { const text = args.map(String).join(' '); if (text.includes('parallel reduced')) reduced = text.replace(/^.*parallel reduced/, 'reduced'); info(...args) }
+  // the heap's peak during the copy (sampled): what the read holds, apart from V8's slack in RSS
+  const heap0 = process.memoryUsage()
+  const peak = { heap: 0 }
+  // BENCH_LIVE_HEAP=1: the heap after a forced GC every 250 ms instead (what is live, not V8's slack; slows the copy)
+  const live = process.env.BENCH_LIVE_HEAP === '1'
+  const sampler = setInterval(() => {
+    if (live) globalThis.gc?.()
+    // v8's heap statistics only (process.memoryUsage() reads /proc: a cost the copy would pay)
+    peak.heap = Math.max(peak.heap, v8.getHeapStatistics().used_heap_size - heap0.heapUsed)
+  }, live ? 250 : 10)
   const t0 = now()
   const cpu0 = process.cpuUsage()
   const { done } = await engine.execute('latency', { mode: 'full' })
   const outcome = await done
   const ms = now() - t0
   const cpu = process.cpuUsage(cpu0)
+  clearInterval(sampler)
+  // what the copy left behind once collected (retained, not slack): should be ≈ 0 whatever `parallel`
+  globalThis.gc?.()
+  const retainedMB = (process.memoryUsage().heapUsed - heap0.heapUsed) / MB
   if (outcome.status !== 'completed' || outcome.statistics.created !== o.n) throw new Error(`full run: ${outcome.status} ${JSON.stringify(outcome.statistics)}`)
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
-  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
+  process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, heapMB: peak.heap / MB, retainedMB, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
   setTimeout(() => process.exit(0), 50)
 }

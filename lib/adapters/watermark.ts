@@ -22,6 +22,12 @@ export interface ReadSegment {
   filter?: Predicate
   /** Columns (source names) giving a total order; keys last. */
   order: string[]
+  /**
+   * A lower bound in `order` for the first page only (a key range's start): later pages start
+   * after the last row read, which lies within it. Sent once, it leaves the source one lower bound
+   * per page (SQLite, for one, ranges its index scan on one of several and filters the rest).
+   */
+  from?: Predicate
 }
 
 export interface Watermark {

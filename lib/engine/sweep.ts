@@ -34,6 +34,9 @@ import { ql, type QueryRunner } from '../model/ql.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { PreparedPipeline } from './run-types.js'
 import type { WriteContext } from '../adapters/types.js'
+import { rangesOf } from '../adapters/source/partitions.js'
+import { sequentialNote } from '../adapters/source/base.js'
+import type { Predicate } from '../adapters/predicate.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -139,16 +142,65 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
 
   counts.rows = await target.countRows()
   if (counts.rows === 0) return 0
-  const limit = force ? Infinity : Math.floor(maxShare * counts.rows)
   const compare = comparator(order, entity)
-  const sourceCursor = new KeyCursor(source.readKeys()[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source')
-  const targetCursor = new KeyCursor(target.readKeys(order, pipeline.batchSize)[Symbol.asyncIterator](), order, compare, 'target')
-  const chunk = pipeline.batchSize
+  const guard: Guard = { limit: force ? Infinity : Math.floor(maxShare * counts.rows), planned: 0, maxShare, rows: counts.rows, name }
+  const readTarget = (within?: Predicate) => target.readKeys!(order, pipeline.batchSize, within)
+  const merge = (keys: AsyncIterable<DataRecord[]>, within?: Predicate) => mergeKeys(
+    new KeyCursor(keys[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source'),
+    new KeyCursor(readTarget(within)[Symbol.asyncIterator](), order, compare, 'target'),
+    { order, compare, guard, counts, chunk: pipeline.batchSize, remove: keys => target.deleteKeys!(keys, context) })
+  // `parallel` > 1: the source's keys in ranges listed at once, each merged with the replica's keys of the same range
+  const ranges = await source.keyRanges()
+  if (!ranges && pipeline.parallel > 1) sequentialNote(pipeline, 'the deletes sweep lists the source\'s keys page after page: its source cannot list them in key ranges')
+  if (!ranges || !ranges.boundaries.length) {
+    const keys = ranges ? ranges.keys(0) : source.readKeys()
+    try {
+      return await merge(keys)
+    } finally {
+      ranges?.close()
+    }
+  }
+  // the boundaries in target names (same positions as the source's key order)
+  const bounds = ranges.boundaries.map(bound => Object.fromEntries(order.map((column, i) => [column, bound[(sourceOrder ?? order)[i]]])))
+  const within = rangesOf(order, bounds)
+  const merges = within.map((range, k) => merge(ranges.keys(k), range).catch(error => {
+    // one range failed: the others stop sending (their merges end with that error too)
+    guard.failed ??= error
+    ranges.close()
+    throw error
+  }))
+  const settled = await Promise.allSettled(merges)
+  if (guard.failed) throw guard.failed
+  return settled.reduce((sum, result) => sum + (result.status === 'fulfilled' ? result.value : 0), 0)
+}
+
+/** Shared by the merges of one sweep: the `maxShare` guard over all of them, and the first failure. */
+interface Guard {
+  limit: number
+  planned: number
+  maxShare: number
+  rows: number
+  name: string
+  failed?: unknown
+}
+
+interface MergeOptions {
+  order: string[]
+  compare: Compare
+  guard: Guard
+  counts: { sourceKeys: number; targetKeys: number }
+  chunk: number
+  remove: (keys: DataRecord[]) => Promise<number>
+}
+
+/** One merge of ascending source and target keys: deletes the target keys the source passed (or ended) without; returns how many. */
+async function mergeKeys(sourceCursor: KeyCursor, targetCursor: KeyCursor, options: MergeOptions): Promise<number> {
+  const { order, compare, guard, chunk } = options
   let doomed: DataRecord[] = []
-  let planned = 0
   let deleted = 0
   try {
     for (let local = await targetCursor.current(); local; local = await targetCursor.current()) {
+      if (guard.failed) throw guard.failed
       let remote = await sourceCursor.current()
       while (remote && compare(remote, local) < 0) {
         sourceCursor.advance()
@@ -160,24 +212,24 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
         continue
       }
       // proven missing: the source passed this key (or ended) without returning it
-      if (++planned > limit)
+      if (++guard.planned > guard.limit)
         throw new PipelineError('SOURCE_FAILED',
-          `deletes sweep of pipeline '${name}' stopped: it would delete more than ${Math.round(maxShare * 100)} % of the ${counts.rows} local rows ` +
-          `(deletes.maxShare = ${maxShare}); the source may have answered empty or truncated. Nothing was deleted. ` +
+          `deletes sweep of pipeline '${guard.name}' stopped: it would delete more than ${Math.round(guard.maxShare * 100)} % of the ${guard.rows} local rows ` +
+          `(deletes.maxShare = ${guard.maxShare}); the source may have answered empty or truncated. Nothing was deleted. ` +
           'If the source really lost those rows, run once with deletes.force: true or raise deletes.maxShare.', { status: 502, target: 'deletes.maxShare' })
       doomed.push(Object.fromEntries(order.map((k, i) => [k, local[i]])))
       targetCursor.advance()
       if (doomed.length >= chunk) {
-        deleted += await target.deleteKeys(doomed, context)
+        deleted += await options.remove(doomed)
         doomed = []
       }
     }
-    if (doomed.length) deleted += await target.deleteKeys(doomed, context)
+    if (doomed.length) deleted += await options.remove(doomed)
     // the keys the source has beyond the replica's last one are only counted (no reads beyond need)
     return deleted
   } finally {
-    counts.sourceKeys = sourceCursor.count
-    counts.targetKeys = targetCursor.count
+    options.counts.sourceKeys += sourceCursor.count
+    options.counts.targetKeys += targetCursor.count
     await Promise.all([sourceCursor.close(), targetCursor.close()])
   }
 }

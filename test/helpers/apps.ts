@@ -101,6 +101,9 @@ export interface ProviderControl {
   /** Caps the provider's page size (0 = off); it then pages server-side with next links. */
   pageLimit(max: number): Promise<void>
   books(query?: string): Promise<Array<Record<string, unknown>>>
+  /** Items from..from+count-1 (deletes tests), and their removal. */
+  seedItems(data: { from?: number; count: number; modifiedAt?: string }): Promise<void>
+  removeItems(data: { from: number; count?: number }): Promise<void>
 }
 
 export function providerControl(base: string): ProviderControl {
@@ -113,6 +116,8 @@ export function providerControl(base: string): ProviderControl {
     touch: data => post('touch', data),
     reset: () => post('reset', {}),
     pageLimit: max => post('pageLimit', { max }),
+    seedItems: data => post('seedItems', data),
+    removeItems: data => post('removeItems', data),
     faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, serial: false, ...data }),
     async stats() {
       const response = await fetch(`${base}/odata/v4/control/stats()`)

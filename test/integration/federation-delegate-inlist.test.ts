@@ -93,11 +93,37 @@ describe('key lists to an OData V4 remote as `in`', () => {
     })
   })
 
+  test('key-list chunks go out at once, at most maxParallelReads of the process in flight; the rows are the same', async () => {
+    const conf = (cds.env.requires as any)['data-pipeline']
+    const before = { federation: conf.federation, maxParallelReads: conf.maxParallelReads }
+    conf.federation = { ...before.federation, keyChunkSize: 25 }
+    conf.maxParallelReads = 2
+    await ctx.a.control.faults({ delay: 200 })
+    try {
+      await ctx.requests()
+      const res = await ctx.http.GET(`${S}/Reviews?$filter=ID le 100&$select=ID&$expand=book($select=name)`)
+      expect(res.data.value).toHaveLength(100)
+      expect(res.data.value.every((r: any) => r.book?.name === `Book ${r.ID}`)).toBe(true)
+      const urls = (await ctx.requests()).a
+      expect(urls.flatMap(idsIn).sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
+      // four chunks, two at a time: the process cap, not the stitch's own
+      expect(urls).toHaveLength(4)
+      expect((await ctx.a.control.stats()).maxInFlight).toBe(2)
+    } finally {
+      await ctx.a.control.faults({})
+      conf.federation = before.federation
+      if (before.maxParallelReads === undefined) delete conf.maxParallelReads
+      else conf.maxParallelReads = before.maxParallelReads
+    }
+  })
+
   // last in this file: the remote service remembers a rejection for the rest of the process
   test('a provider that rejects `in` gets CAP\'s rendering at once; `in` is sent only once', async () => {
     const remote = (await cds.connect.to('FedA')) as unknown as { destination: { url: string } }
     const upstream = new URL(remote.destination.url)
     const rejected: string[] = []
+    // requests forwarded at once (each after a round trip of 100 ms)
+    const forwarded = { inFlight: 0, max: 0 }
     // an OData 4.0 server in front of provider A: 400 to every `in`
     const proxy = http.createServer((req, res) => {
       const url = decodeURIComponent(req.url ?? '')
@@ -107,11 +133,14 @@ describe('key lists to an OData V4 remote as `in`', () => {
         res.end(JSON.stringify({ error: { code: '400', message: "Operator 'in' is not supported" } }))
         return
       }
+      forwarded.max = Math.max(forwarded.max, ++forwarded.inFlight)
+      res.once('close', () => forwarded.inFlight--)
       const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, answer => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
       })
-      req.pipe(forward)
+      req.pipe(forward, { end: false })
+      req.once('end', () => setTimeout(() => forward.end(), 100))
     })
     await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
     const before = remote.destination.url
@@ -129,6 +158,8 @@ describe('key lists to an OData V4 remote as `in`', () => {
           await ctx.a.control.pageLimit(0)
         }
         expect(rejected).toHaveLength(1)
+        // the fallback's chunks at once (each followed through its pages)
+        expect(forwarded.max).toBeGreaterThan(1)
         const { a: paged } = await ctx.requests()
         // CAP's `or` chains in chunks of keyChunkSize (100), all keys once, each in pages of 40 + 40 + 20
         const a = paged.filter(u => !u.includes('$skiptoken='))

@@ -48,6 +48,14 @@ describe('partitioned full reads', () => {
     const urls = stats.urls.slice(-(stats.requests - before))
     // boundaries at 50, 100, 150 of the count (three one-row samples)
     expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['100', '150', '50'])
+    // a sample selects its order column only (the provider skips up to n rows for it), pages the target's columns
+    expect(sampleUrls(urls).every(url => /\?\$select=ID&/.test(url))).toBe(true)
+    expect(urls.filter(url => !url.includes('$skip=')).every(url => /\$select=ID,|\$select=[^&]*,ID[,&]/.test(url))).toBe(true)
+    // a range's later pages carry one lower bound (after their last row), not also the range's start:
+    // a source such as SQLite ranges its index scan on one of several and filters the rest
+    const later = urls.filter(url => !url.includes('$skip=') && !url.includes('$count=true'))
+    expect(later.length).toBeGreaterThan(4)
+    expect(later.map(url => url.match(/ID g[te] /g)?.length)).toEqual(later.map(() => 1))
     // 20 pages plus the samples and one short end page per range at most
     expect(urls.length).toBeLessThanOrEqual(20 + 3 + 4)
     const run = (await ql.SELECT.one.from(RUNS).where({ ID: outcome.runId })) as Record<string, unknown>

@@ -7,6 +7,7 @@ import { matches } from '../predicate.js'
 import { deltaPlan, type DeltaPlan, type ReadSegment } from '../watermark.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { sequentialReason } from './partitions.js'
+import type { KeyRanges } from './key-ranges.js'
 import { LOGGER } from '../../constants.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -91,6 +92,15 @@ export abstract class BaseSourceAdapter {
    */
   readKeys(): AsyncIterable<DataRecord[]> {
     throw new PipelineError('NOT_SUPPORTED', `deletes.sweep: the source of pipeline '${this.pipeline.name}' (${this.constructor.name}) cannot list its keys; implement readKeys() or use delta.deletedField`, { target: 'deletes.sweep' })
+  }
+
+  /**
+   * Deletes sweep with `parallel` > 1: the source's keys in key ranges listed at once
+   * (key-ranges.ts), each ascending in `keyOrder()`; undefined where the keys are listed page
+   * after page (`readKeys()`: the default, REST and custom adapters, `parallel` 1).
+   */
+  async keyRanges(): Promise<KeyRanges | undefined> {
+    return undefined
   }
 
   /** Source names of the keys `readKeys()` orders by; undefined when its records carry the target's key names (REST). */

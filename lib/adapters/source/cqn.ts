@@ -6,6 +6,7 @@
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { partitionedPages } from './partitions.js'
+import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { fromSlice, matches, toCqn } from '../predicate.js'
 import { previewPage } from '../preview.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
@@ -84,6 +85,14 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     }
   }
 
+  /** Deletes sweep with `parallel` > 1 (entity shape): the keys in ranges listed at once (key-ranges.ts). */
+  override async keyRanges(): Promise<KeyRanges | undefined> {
+    const entity = this.entity
+    if (!entity || this.pipeline.config.source.query || this.pipeline.parallel <= 1) return undefined
+    const keys = keyNames(entity)
+    return keyRanges({ name: this.pipeline.name, order: keys, top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.entityPage(entity, keys, request, true), retry: this.pipeline.retry })
+  }
+
   /** Every row of the entity matching a CQN `where` (event micro-batches, lib/events); retried like reads. */
   async readWhere(where: unknown[]): Promise<DataRecord[]> {
     const entity = this.entity
@@ -105,7 +114,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
 
   /** The CQN of one ordered keyset page: the columns, the page's filter, its order, at most `top` rows. */
   protected pageQuery(entity: CsnEntity, columns: string[], request: PageRequest): Query {
-    const query = ql.SELECT.from(entity.name).columns(...columns).orderBy(...request.order).limit(request.top, request.skip)
+    const query = ql.SELECT.from(entity.name).columns(...(request.columns ?? columns)).orderBy(...request.order).limit(request.top, request.skip)
     if (request.filter) query.where(toCqn(request.filter))
     return query
   }

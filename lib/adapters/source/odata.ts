@@ -8,6 +8,7 @@ import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
 import { pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { partitionedPages } from './partitions.js'
+import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { type ODataVersion } from '../predicate.js'
 import { odataQueryPath } from '../odata-client.js'
 import { withRetry } from '../retry.js'
@@ -121,6 +122,13 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     )
   }
 
+  /** Deletes sweep with `parallel` > 1: the keys in ranges listed at once (key-ranges.ts). */
+  override async keyRanges(): Promise<KeyRanges | undefined> {
+    if (this.pipeline.parallel <= 1) return undefined
+    const keys = this.keys()
+    return keyRanges({ name: this.pipeline.name, order: keys, top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.fetchPage(request, keys), retry: this.pipeline.retry })
+  }
+
   /** The OData version of the source (`v4`, `v2`). */
   get odataVersion(): ODataVersion {
     return this.version
@@ -162,7 +170,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /** The relative URL of one page. */
   protected pageUrl(request: PageRequest, select: string[] | undefined): string {
     if (request.nextLink) return this.relativeLink(request.nextLink)
-    return odataQueryPath(this.entitySet, { select, filter: request.filter, orderBy: request.order, top: request.top, skip: request.skip, count: request.count }, this.typeOf, this.version)
+    return odataQueryPath(this.entitySet, { select: request.columns ?? select, filter: request.filter, orderBy: request.order, top: request.top, skip: request.skip, count: request.count }, this.typeOf, this.version)
   }
 
   /** Next links may be absolute or relative to the service root. */

@@ -17,6 +17,8 @@ export interface PageRequest {
   count: boolean
   /** Rows to skip (a partition boundary's sample; pages themselves never skip). */
   skip?: number
+  /** Only these columns instead of the read's (a boundary sample needs its order columns only). */
+  columns?: string[]
   /** Server-driven paging: the link the previous page returned. */
   nextLink?: string
 }
@@ -62,7 +64,7 @@ export async function* segmentPages(
     const since = performance.now()
     const result = initial && first ? first : await fetchPage(nextLink
       ? { nextLink, order: segment.order, top, count: false }
-      : { filter: and(segment.filter, last && after(segment.order, last)), order: segment.order, top, count: initial })
+      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count: initial })
     if (!(initial && first)) pageRead(result, since)
     if (initial && typeof result.count === 'number') total = result.count
     if (initial && progress && !first) countSegment(progress, total)

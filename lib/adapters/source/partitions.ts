@@ -24,7 +24,7 @@ import { RangeLedger, tagBatch } from '../ranges.js'
 import { retryAfterOf, statusOf, withRetry } from '../retry.js'
 import { currentRun } from '../../runs/index.js'
 import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
-import { RequestSlots, processSlots } from './slots.js'
+import { RequestSlots, inProcessSlot } from './slots.js'
 import { Concurrency } from './governor.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
@@ -57,31 +57,67 @@ export function sequentialReason(segments: ReadSegment[]): string | undefined {
   return undefined
 }
 
-export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<DataRecord[]> {
-  const { segment, top, name } = read
+/** What the requests of one partitioned read share: its slots, its governor, its back-off and its stop. */
+export interface PartitionSender {
+  /** One request with retries, a slot of the run and of the process; `timed`: a page whose time the governor judges. */
+  send: (request: PageRequest, timed?: boolean) => Promise<PageResult>
+  concurrency: Concurrency
+  slots: RequestSlots
+  /** While true, boundary samples (one row each) go out at once, whatever level the pages start at. */
+  sampling: boolean
+  /** Requests not yet sent fail (never retried): another range failed, or the read ended. */
+  stop(): void
+}
+
+export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'parallel' | 'fetchPage' | 'retry'>): PartitionSender {
+  const { name, top } = read
   // requests of the run at once: from a quarter of `parallel` up, back down when answers slow (governor.ts)
   const concurrency = new Concurrency(read.parallel, ({ from, to, fromMs, toMs }) =>
     LOG.info(`pipeline '${name}': parallel reduced from ${from} to ${to} for the rest of the run: the source answered slower with more requests at once (median page ${Math.round(fromMs)} ms at ${from}, ${Math.round(toMs)} ms at ${to})`))
-  // the boundary samples (one row each) go out at once, whatever level the pages start at
-  let sampling = false
-  const slots = new RequestSlots(() => (sampling ? read.parallel : concurrency.level))
   let stopped = false
-  const send = (request: PageRequest, timed = request.top === top) => withRetry(() => {
-    if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
-    return slots.run(() => processSlots.run(async () => {
-      const level = concurrency.level
-      const sent = performance.now()
-      const page = await read.fetchPage(request)
-      // pages only: a boundary sample (one row) or the first request (a cold start) is no page time
-      if (timed) concurrency.observe(level, performance.now() - sent)
-      return page
-    }))
-  }, read.retry, (error, attempt, delay) => {
-    // the provider asked to slow down: every range of the run waits, not only this one
-    if (statusOf(error) === 429 || retryAfterOf(error) !== undefined) slots.backOff(delay)
-    LOG.warn(`pipeline '${name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)
-  })
+  const sender: PartitionSender = {
+    concurrency,
+    sampling: false,
+    slots: new RequestSlots(() => (sender.sampling ? read.parallel : concurrency.level)),
+    stop: () => { stopped = true },
+    send: (request, timed = request.top === top) => withRetry(() => {
+      if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
+      return sender.slots.run(() => inProcessSlot(async () => {
+        const level = concurrency.level
+        const sent = performance.now()
+        const page = await read.fetchPage(request)
+        // pages only: a boundary sample (one row) or the first request (a cold start) is no page time
+        if (timed) concurrency.observe(level, performance.now() - sent)
+        return page
+      }))
+    }, read.retry, (error, attempt, delay) => {
+      // the provider asked to slow down: every range of the run waits, not only this one
+      if (statusOf(error) === 429 || retryAfterOf(error) !== undefined) sender.slots.backOff(delay)
+      LOG.warn(`pipeline '${name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)
+    }),
+  }
+  return sender
+}
 
+/**
+ * The boundaries of `ranges` key ranges of a segment of `count` rows: the order columns of the
+ * rows at k·n/p, one row per request, all sent at once; each boundary once. A sample selects its
+ * order columns only: the source skips up to n rows for it, and need not read their other columns.
+ */
+export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, count: number, ranges: number, top: number): Promise<DataRecord[]> {
+  sender.sampling = true
+  try {
+    const sampled = await Promise.all(boundaryPositions(count, ranges, top).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
+    return distinct(segment.order, sampled.map(page => page.records[0]))
+  } finally {
+    sender.sampling = false
+  }
+}
+
+export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<DataRecord[]> {
+  const { segment, top, name } = read
+  const sender = partitionSender(read)
+  const { send, concurrency, slots } = sender
   const sent = performance.now()
   const first = await send({ filter: segment.filter, order: segment.order, top, count: true }, false)
   pageRead(first, sent)
@@ -97,23 +133,17 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const last = first.records[first.records.length - 1]
   // boundaries: the key at each position, one row per request, sent before the first page is
   // handed on (written while they travel)
-  sampling = true
-  const samples = Promise.all(boundaryPositions(count!, ranges, top).map(skip => send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false })))
+  const samples = sampleBoundaries(sender, segment, count!, ranges, top)
   samples.catch(() => undefined) // surfaced below
   const ledger = new RangeLedger()
   yield tagBatch(first.records, ledger, 0)
   ledger.end(0)
-  let sampled: PageResult[]
-  try {
-    sampled = await samples
-  } finally {
-    sampling = false
-  }
-  const boundaries = distinct(order, sampled.map(page => page.records[0]))
+  const boundaries = await samples
   LOG.info(`pipeline '${name}': read of ${count} rows in ${boundaries.length + 1} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once (from ${concurrency.level})`)
   currentRun()?.event('partitions', { phase: 'source', rows: count, message: `read in ${boundaries.length + 1} ranges, up to ${read.parallel} requests at once`, details: { ranges: boundaries.length + 1, parallel: read.parallel, startLevel: concurrency.level } })
   const rest = after(order, last)
-  const parts = rangesOf(order, boundaries).map(range => segmentPages({ order, filter: and(segment.filter, rest, range) }, top, request => send(request)))
+  // each range's lower bounds (the first page's end, its boundary) for its first page only: later pages start after their last row
+  const parts = rangeBounds(order, boundaries).map(({ from, to }) => segmentPages({ order, filter: and(segment.filter, to), from: and(rest, from) }, top, request => send(request)))
   try {
     // range 0 is the first page (handed on above); the key ranges are 1…: a delta's watermark
     // moves only as far as the ranges below it are complete (ranges.ts)
@@ -122,7 +152,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
       if (ended) ledger.end(index + 1)
     }
   } finally {
-    stopped = true
+    sender.stop()
     if (LOG._debug) LOG.debug(`pipeline '${name}': partitioned read ended at ${concurrency.level} requests at once (at most ${slots.peak} in flight)`)
   }
 }
@@ -164,10 +194,15 @@ function distinct(order: string[], rows: Array<DataRecord | undefined>): DataRec
  * boundary. Disjoint and complete even if the sampled boundaries came back out of order.
  */
 export function rangesOf(order: string[], boundaries: DataRecord[]): Array<Predicate | undefined> {
-  return Array.from({ length: boundaries.length + 1 }, (_, k) => and(
-    k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
-    ...boundaries.slice(k).map(bound => before(order, bound)),
-  ))
+  return rangeBounds(order, boundaries).map(({ from, to }) => and(from, to))
+}
+
+/** The ranges of `rangesOf` as their lower bound (`from`, none for the first) and upper bounds (`to`, none for the last). */
+export function rangeBounds(order: string[], boundaries: DataRecord[]): Array<{ from?: Predicate; to?: Predicate }> {
+  return Array.from({ length: boundaries.length + 1 }, (_, k) => ({
+    from: k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
+    to: and(...boundaries.slice(k).map(bound => before(order, bound))),
+  }))
 }
 
 /**

@@ -4,6 +4,7 @@
  * one back-off shared by a run's partitions: a provider answering 429 (or with `Retry-After`)
  * slows every partition of the run down, not only the one that was told.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import cds from '@sap/cds'
 import { DEFAULTS, LOGGER, SERVICE_NAME } from '../../constants.js'
 
@@ -66,3 +67,24 @@ export function maxParallelReads(): number {
 
 /** The slots every partitioned read of this process shares. */
 export const processSlots = new RequestSlots(maxParallelReads)
+
+/** Set while a request holds a slot of the process. */
+const holding = new AsyncLocalStorage<true>()
+
+/**
+ * Runs `send` in a slot of the process. A read started while its caller holds one (a delegated
+ * read under a partitioned read of a federated entity) runs in the caller's slot: nested reads
+ * never wait for slots their own callers hold.
+ */
+export function inProcessSlot<T>(send: () => Promise<T>): Promise<T> {
+  if (holding.getStore()) return send()
+  return processSlots.run(() => holding.run(true, send))
+}
+
+/**
+ * Runs independent reads at once, each in a slot of the process (`maxParallelReads`, shared with
+ * partitioned reads): the key-list chunks of a delegated read. Results in the order of `tasks`.
+ */
+export async function inProcessSlots<T>(tasks: Array<() => Promise<T>>): Promise<T[]> {
+  return Promise.all(tasks.map(task => inProcessSlot(task)))
+}

@@ -34,9 +34,10 @@ export abstract class BaseTargetAdapter {
 
   /**
    * Deletes sweep (optional): the keys of the rows this pipeline owns (`ownedRows`), the given
-   * key columns only, ascending in that column order, in pages of at most `size` rows.
+   * key columns only, ascending in that column order, in pages of at most `size` rows; only
+   * those matching `within` where given (a key range of a partitioned sweep).
    */
-  readKeys?(columns: string[], size: number): AsyncIterable<DataRecord[]>
+  readKeys?(columns: string[], size: number, within?: Predicate): AsyncIterable<DataRecord[]>
 
   /** Deletes (optional): removes the owned rows with these keys (target names); returns how many existed. */
   deleteKeys?(keys: DataRecord[], context: WriteContext): Promise<number>

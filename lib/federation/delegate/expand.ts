@@ -20,6 +20,7 @@ import {
 import { and, chunk, delegateSettings, distinctTuples, keyPredicate, tupleId, type Token, type Tuple } from './keys.js'
 import { connectRemote, type Row } from './remote.js'
 import { chunkByLength, inListCost, inStitch, usesInList } from './inlist.js'
+import { inProcessSlots } from '../../adapters/source/slots.js'
 
 export interface Column {
   ref?: Array<string | { id: string; where?: Token[] }>
@@ -155,20 +156,6 @@ function asRows(result: unknown): Row[] {
   return result && typeof result === 'object' ? [result as Row] : []
 }
 
-/** Runs `tasks` with at most `limit` in flight. */
-async function pool<T>(tasks: Array<() => Promise<T>>, limit = 4): Promise<T[]> {
-  const results: T[] = Array.from({ length: tasks.length })
-  let next = 0
-  const worker = async () => {
-    while (next < tasks.length) {
-      const index = next++
-      results[index] = await tasks[index]()
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker))
-  return results
-}
-
 function select(from: string, columns: Array<Column | '*'> | undefined, where: Token[] | undefined, orderBy?: unknown[]): object {
   const SELECT: Record<string, unknown> = { from: { ref: [from] }, limit: null }
   if (columns) SELECT.columns = columns
@@ -201,7 +188,7 @@ export async function applyStitch(srv: QueryRunner, roots: Row[], stitch: Stitch
       rows = await windowedLocalRead(srv, target, targets, tuples, columns, where, column.orderBy, limit!)
     } else {
       const chunks = await stitchChunks(target, tuples)
-      const results = await inStitch(() => pool(chunks.map(part => () => srv.run(select(target.name, columns, and(keyPredicate(targets, part), column.where), column.orderBy)))))
+      const results = await inStitch(() => inProcessSlots(chunks.map(part => () => srv.run(select(target.name, columns, and(keyPredicate(targets, part), column.where), column.orderBy)))))
       rows = results.flatMap(asRows)
     }
     for (const row of rows) {

@@ -20,6 +20,7 @@ import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { odataLiteral } from '../../adapters/predicate.js'
 import { statusOf } from '../../adapters/retry.js'
+import { inProcessSlots } from '../../adapters/source/slots.js'
 import { INTEGER_TYPES, builtinType, type CsnElement } from '../../model/csn.js'
 import { chunk, delegateSettings, type Token } from './keys.js'
 import { flatSelect } from './query.js'
@@ -232,17 +233,18 @@ async function inListRead(remote: InListRemote, req: RemoteRequest, next: () => 
     const splittable = stitchScope.getStore() === true && !select.limit && !select.count && split.values.length > keyChunkSize
     let result: unknown
     if (splittable) {
-      const rows: unknown[] = []
-      for (const part of chunk(split.values, keyChunkSize)) {
-        // each chunk with its server-driven pages (no row of a chunk is left behind)
+      // the chunks at once (in slots of the process), each with its server-driven pages (no row of a chunk is left behind)
+      const parts = await inProcessSlots(chunk(split.values, keyChunkSize).map(part => async () => {
+        const rows: unknown[] = []
         let path: string | undefined = urlOf(remote, { ...flatSelect(select), where: split.withList(part) })
         while (path) {
           const page = await get(remote, path, req)
           rows.push(...asArray(page))
           path = nextPage(remote, page)
         }
-      }
-      result = rows
+        return rows
+      }))
+      result = parts.flat()
     } else result = await next()
     rejecting.add(remote)
     LOG.info(`the remote of '${(req.target as { name?: string } | undefined)?.name ?? '?'}' answered ${status} to a key list sent as 'in' (OData 4.01); key lists go out as 'or' chains from now on`)
