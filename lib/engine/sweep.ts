@@ -145,9 +145,9 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
   const compare = comparator(order, entity)
   const guard: Guard = { limit: force ? Infinity : Math.floor(maxShare * counts.rows), planned: 0, maxShare, rows: counts.rows, name }
   const readTarget = (within?: Predicate) => target.readKeys!(order, pipeline.batchSize, within)
-  const merge = (keys: AsyncIterable<DataRecord[]>, within?: Predicate) => mergeKeys(
-    new KeyCursor(keys[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source'),
-    new KeyCursor(readTarget(within)[Symbol.asyncIterator](), order, compare, 'target'),
+  const merge = (keys: AsyncIterable<DataRecord[]>, within?: Predicate, bounds?: KeyBounds) => mergeKeys(
+    new KeyCursor(keys[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source', bounds),
+    new KeyCursor(readTarget(within)[Symbol.asyncIterator](), order, compare, 'target', bounds),
     { order, compare, guard, counts, chunk: pipeline.batchSize, remove: keys => target.deleteKeys!(keys, context) })
   // `parallel` > 1: the source's keys in ranges listed at once, each merged with the replica's keys of the same range
   const ranges = await source.keyRanges()
@@ -163,7 +163,8 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
   // the boundaries in target names (same positions as the source's key order)
   const bounds = ranges.boundaries.map(bound => Object.fromEntries(order.map((column, i) => [column, bound[(sourceOrder ?? order)[i]]])))
   const within = rangesOf(order, bounds)
-  const merges = within.map((range, k) => merge(ranges.keys(k), range).catch(error => {
+  const tuples = bounds.map(bound => order.map(column => bound[column] ?? null))
+  const merges = within.map((range, k) => merge(ranges.keys(k), range, { from: tuples[k - 1], to: tuples[k] }).catch(error => {
     // one range failed: the others stop sending (their merges end with that error too)
     guard.failed ??= error
     ranges.close()
@@ -235,6 +236,8 @@ async function mergeKeys(sourceCursor: KeyCursor, targetCursor: KeyCursor, optio
 }
 
 type KeyTuple = unknown[]
+/** A key range of a partitioned sweep: from (inclusive) to (exclusive), open where undefined. */
+interface KeyBounds { from?: KeyTuple; to?: KeyTuple }
 type Compare = (a: KeyTuple, b: KeyTuple) => number
 
 const NUMERIC_TYPES = new Set(['cds.Integer', 'cds.Int16', 'cds.Int32', 'cds.Int64', 'cds.UInt8', 'cds.Integer64', 'cds.Decimal', 'cds.Double', 'cds.DecimalFloat'])
@@ -276,7 +279,7 @@ function compareText(a: unknown, b: unknown): number {
 }
 
 /** One side of the merge: the current key of a stream of key pages, checked to ascend. */
-class KeyCursor {
+export class KeyCursor {
   count = 0
   private page: DataRecord[] = []
   private index = 0
@@ -289,6 +292,7 @@ class KeyCursor {
     private readonly columns: string[],
     private readonly compare: Compare,
     private readonly side: 'source' | 'target',
+    private readonly bounds?: KeyBounds,
   ) {}
 
   /** The current key, or undefined at the end of the stream. */
@@ -310,6 +314,14 @@ class KeyCursor {
       throw new PipelineError('SOURCE_FAILED',
         `deletes sweep stopped: the ${this.side} returned key (${tuple.join(', ')}) after (${this.previous.join(', ')}), not in ascending key order` +
         (this.side === 'source' ? ' (a REST key listing must list keys in ascending order)' : ' (the database collation orders keys differently)') + '; nothing was deleted')
+    // each side filtered the range in its own database's order: a key outside it by ours means the two
+    // order keys differently (collations), and the merge could take a key present on both sides for missing
+    const { from, to } = this.bounds ?? {}
+    if ((from && this.compare(tuple, from) < 0) || (to && this.compare(tuple, to) >= 0))
+      throw new PipelineError('SOURCE_FAILED',
+        `deletes sweep stopped: the ${this.side} returned key (${tuple.join(', ')}) outside its key range ` +
+        `[${from ? `(${from.join(', ')})` : 'start'}, ${to ? `(${to.join(', ')})` : 'end'}): source and replica order keys differently ` +
+        '(database collations); nothing was deleted — use parallel: 1 for this pipeline')
     this.tuple = tuple
     return tuple
   }

@@ -5,7 +5,7 @@
 import { resolvePipeline } from '../../lib/engine/config'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 import { isDeletedValue } from '../../lib/engine/soft-delete'
-import { comparator } from '../../lib/engine/sweep'
+import { KeyCursor, comparator } from '../../lib/engine/sweep'
 
 const base: PipelineConfig = { name: 'p', source: { service: 'S', entity: 'Items' }, target: { entity: 'my.Items' } }
 const resolve = (extra: Partial<PipelineConfig>, options = {}) => resolvePipeline({ ...base, ...extra } as PipelineConfig, options)
@@ -64,5 +64,27 @@ describe('sweep key order', () => {
   })
   test('a string key orders "10" before "9"', () => {
     expect(comparator(['code'], entity)(['10'], ['9'])).toBe(-1)
+  })
+})
+
+describe('KeyCursor of a partitioned sweep (a key range)', () => {
+  const compare = comparator(['ID'], undefined)
+  async function* pages(...keys: string[]) { yield keys.map(ID => ({ ID })) }
+  const cursor = (bounds: { from?: unknown[]; to?: unknown[] }, ...keys: string[]) => new KeyCursor(pages(...keys)[Symbol.asyncIterator](), ['ID'], compare, 'target', bounds)
+
+  test('keys inside [from, to) pass', async () => {
+    const keys = cursor({ from: ['B'], to: ['a'] }, 'B', 'C', 'Z')
+    const seen: unknown[] = []
+    for (let key = await keys.current(); key; key = await keys.current()) { seen.push(key[0]); keys.advance() }
+    expect(seen).toEqual(['B', 'C', 'Z'])
+  })
+
+  test('a key its database put into the range but which our order puts outside (collations differ) stops the sweep; nothing deleted', async () => {
+    // a database in a locale collation lists 'b' below the boundary 'a' (case-insensitive); by code points it is above
+    const keys = cursor({ to: ['a'] }, 'A', 'b')
+    expect(await keys.current()).toEqual(['A'])
+    keys.advance()
+    await expect(keys.current()).rejects.toThrow(/outside its key range \[start, \(a\)\).*order keys differently.*nothing was deleted/)
+    await expect(cursor({ from: ['a'] }, 'B').current()).rejects.toThrow(/outside its key range \[\(a\), end\)/)
   })
 })
