@@ -86,5 +86,11 @@ export function inProcessSlot<T>(send: () => Promise<T>): Promise<T> {
  * partitioned reads): the key-list chunks of a delegated read. Results in the order of `tasks`.
  */
 export async function inProcessSlots<T>(tasks: Array<() => Promise<T>>): Promise<T[]> {
-  return Promise.all(tasks.map(task => inProcessSlot(task)))
+  if (!holding.getStore()) return Promise.all(tasks.map(task => inProcessSlot(task)))
+  // nested in a caller's slot: bounded on their own, so one slot never sends a whole key list at once
+  const nested = new RequestSlots(() => NESTED_READS)
+  return Promise.all(tasks.map(task => nested.run(task)))
 }
+
+/** Reads at once below a caller that holds a slot of the process. */
+const NESTED_READS = 4
