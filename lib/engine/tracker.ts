@@ -11,7 +11,7 @@ import cds from '@sap/cds'
 import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { toCqn, type Predicate } from '../adapters/predicate.js'
-import { connect, ql, type QueryRunner } from '../model/ql.js'
+import { connect, forUpdate, ql, type QueryRunner } from '../model/ql.js'
 import type { WriteStatistics } from '../adapters/types.js'
 import { tenantKey } from './tenancy.js'
 import { RenderedUpdates } from './rendered-update.js'
@@ -347,11 +347,6 @@ export function assertConnectionAvailable(operation: string): void {
 const BUSY_ATTEMPTS = 8
 /** Runs without read-ahead after a stale guess. */
 const GUESS_PAUSE = 8
-
-/** CAP's pessimistic lock on a SELECT (FOR UPDATE where the database has it). */
-function forUpdate(query: unknown): unknown {
-  return (query as { forUpdate(): unknown }).forUpdate()
-}
 
 function isBusy(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown }

@@ -125,7 +125,8 @@ export class EventBatcher {
       }
       busy = BUSY_FIRST
       if (outcome === 'failed') {
-        if (++this.attempts >= MAX_ATTEMPTS) {
+        // no keys taken (the pipeline could not be prepared or guarded): nothing to drop, retried at the growing pause
+        if (++this.attempts >= MAX_ATTEMPTS && rows.length) {
           // never stuck behind a batch that keeps failing: its keys go, counted as skipped; the scheduled delta run catches their changes
           LOG.error(`${this.label}: an event batch of ${rows.length} keys failed ${this.attempts} times; its keys are dropped (counted as skipped), the next delta run catches their changes`)
           await this.within(() => this.host.keys.remove(this.name, rows)).catch(e => LOG.error(`${this.label}: could not drop the failed keys: ${(e as Error).message}`))

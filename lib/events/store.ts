@@ -13,7 +13,7 @@
 import cds from '@sap/cds'
 import { createHash, randomUUID } from 'node:crypto'
 import { TRACKER_NAMESPACE } from '../constants.js'
-import { connect, ql } from '../model/ql.js'
+import { connect, forUpdate, ql } from '../model/ql.js'
 import { chunk } from '../federation/delegate/keys.js'
 import type { EventAction } from './config.js'
 import { labelOf, slotOf, withinTenant } from './tenant.js'
@@ -75,24 +75,25 @@ const tombstoneSlot = (pipeline: string) => slotOf(pipeline, (cds.context as { t
 type Runner = { run(query: unknown): Promise<unknown> }
 
 /**
- * Writes waiting keys, leaving out those whose row already holds the same derived version: a copy
- * of a message another instance stored (still waiting: writing it again changes nothing) or
- * already applied (its tombstone: writing it would apply it again).
+ * Writes waiting keys, leaving out those whose row already holds the same derived version (a copy
+ * of a message another instance stored — still waiting: writing it again changes nothing — or
+ * already applied: its tombstone; writing it would apply it again) or a newer message of the key
+ * (a late copy of an older message never replaces a newer state). The rows read are locked (on
+ * databases that lock rows) so a concurrent copy cannot slip in between the read and the write.
  */
 async function store(runner: Runner, pipeline: string, entries: PendingKey[]): Promise<void> {
-  const derived = entries.filter(isDerived)
-  let fresh = entries
-  if (derived.length) {
-    const stored = new Map<string, string>()
-    for (const part of chunk(derived, REMOVE_CHUNK)) {
-      const rows = (await runner.run(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'version').where([
-        { ref: ['pipeline'] }, '=', { val: pipeline },
-        'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
-      ] as never))) as Array<{ recordKey: string; version: string }>
-      for (const row of rows) stored.set(row.recordKey, row.version)
-    }
-    fresh = entries.filter(row => stored.get(row.recordKey) !== row.version)
+  const stored = new Map<string, { version: string; eventTime: string }>()
+  for (const part of chunk(entries, REMOVE_CHUNK)) {
+    const rows = (await runner.run(forUpdate(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'version', 'eventTime').where([
+      { ref: ['pipeline'] }, '=', { val: pipeline },
+      'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
+    ] as never)))) as Array<{ recordKey: string; version: string; eventTime: string }>
+    for (const row of rows) stored.set(row.recordKey, row)
   }
+  const fresh = entries.filter(row => {
+    const current = stored.get(row.recordKey)
+    return !current || (current.version !== row.version && Date.parse(current.eventTime) <= Date.parse(row.eventTime))
+  })
   if (fresh.length) await runner.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(fresh))
 }
 
@@ -139,7 +140,11 @@ export class PendingKeys {
       this.waiting.set(slot, waiting)
       if (!this.writing.has(slot)) this.schedule(slot)
     }
-    for (const row of rows) waiting.rows.set(row.recordKey, row)
+    // the newer message of a key wins, whichever arrived last (a late fan-out copy of an older one)
+    for (const row of rows) {
+      const gathered = waiting.rows.get(row.recordKey)
+      if (!gathered || Date.parse(gathered.eventTime) <= Date.parse(row.eventTime)) waiting.rows.set(row.recordKey, row)
+    }
     const gathered = waiting
     return new Promise((resolve, reject) => gathered.settled.push({ resolve, reject }))
   }

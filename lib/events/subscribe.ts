@@ -10,6 +10,7 @@ import { invalidConfig } from '../pipeline/errors.js'
 import { isListening } from '../lifecycle.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { EventAction, ResolvedEvents, ResolvedTopic } from './config.js'
+import { isQueued } from '../model/queued.js'
 
 const LOG = cds.log('data-pipeline|events')
 
@@ -49,8 +50,7 @@ export function handlerHoldsOnlyConnection(srv: MessagingService): boolean {
 export function receivesQueued(srv: MessagingService): boolean {
   const options = (srv as { options?: { inboxed?: unknown; inbox?: unknown } }).options
   if (options?.inboxed || options?.inbox) return false
-  const unqueued = (cds as unknown as { unqueued?: (s: unknown) => unknown }).unqueued
-  return typeof unqueued === 'function' && unqueued(srv) !== srv
+  return isQueued(srv)
 }
 
 const warnedQueued = new Set<string>()

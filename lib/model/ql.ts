@@ -39,3 +39,8 @@ export async function connect(name: string): Promise<QueryRunner> {
 export function isDatabaseService(service: unknown): boolean {
   return Boolean((service as { isDatabaseService?: boolean })?.isDatabaseService) || service === (cds as unknown as { db?: unknown }).db
 }
+
+/** CAP's pessimistic lock on a SELECT (FOR UPDATE where the database has it; SQLite has one writer anyway). */
+export function forUpdate(query: unknown): unknown {
+  return (query as { forUpdate(): unknown }).forUpdate()
+}

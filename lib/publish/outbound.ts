@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto'
 import { EMIT, LOGGER, SERVICE_NAME } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import type { Keys } from './keys.js'
+import { isQueued } from '../model/queued.js'
 
 const LOG = cds.log(LOGGER.emit)
 
@@ -54,11 +55,6 @@ export function keysPerMessage(): number {
   if (unknown) throw invalidConfig(`emit.${unknown}`, 'is unknown; emit has keysPerMessage')
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10_000) throw invalidConfig('emit.keysPerMessage', `must be an integer between 1 and 10000, got ${JSON.stringify(value)}`)
   return value
-}
-
-function isQueued(srv: unknown): boolean {
-  const unqueued = (cds as unknown as { unqueued?: (s: unknown) => unknown }).unqueued
-  return typeof unqueued === 'function' && unqueued(srv) !== srv
 }
 
 /** The messages of a run, at most `perMessage` keys each: `data` the array of their keys, or the keys themselves for a lone key. */

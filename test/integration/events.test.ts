@@ -187,6 +187,26 @@ describe('ordering', () => {
     await waitFor(async () => (await one('consumer.EvBooksLast', { ID: 202 }))?.title === 'second', 'the second change of the same key')
   })
 
+  test('a late copy of an older message never replaces a newer state (payload: the newer row stays)', async () => {
+    await ctx.engine.addPipeline({
+      name: 'ev-late', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksPayload' },
+      events: { service: SERVICE, topics: [{ topic: 'Late.Snapshot', action: 'payload' }] },
+    } as never)
+    const older = { id: 'late-1', source: '/provider', time: '2026-03-01T10:00:00.000Z' }
+    const newer = { id: 'late-2', source: '/provider', time: '2026-03-01T10:00:05.000Z' }
+    // in one window: the newer first, then the older
+    await bus.emit('Late.Snapshot', { ID: 88, title: 'newer', stock: 2 }, newer)
+    await bus.emit('Late.Snapshot', { ID: 88, title: 'older', stock: 1 }, older)
+    await waitFor(async () => (await one('consumer.EvBooksPayload', { ID: 88 })) !== undefined, 'the row of the messages')
+    await (ctx.engine as unknown as { eventReplication: { idle(name: string): Promise<void> } }).eventReplication.idle('ev-late')
+    expect(await one('consumer.EvBooksPayload', { ID: 88 })).toMatchObject({ title: 'newer', stock: 2 })
+    // after it was applied: a copy of the older message arrives late
+    await bus.emit('Late.Snapshot', { ID: 88, title: 'older', stock: 1 }, older)
+    await bus.emit('Late.Snapshot', { ID: 89, title: 'marker', stock: 0 }, { id: 'late-3', source: '/provider', time: '2026-03-01T10:00:06.000Z' })
+    await waitFor(async () => (await one('consumer.EvBooksPayload', { ID: 89 })) !== undefined, 'a message sent after the late copy')
+    expect(await one('consumer.EvBooksPayload', { ID: 88 })).toMatchObject({ title: 'newer', stock: 2 })
+  })
+
   test('a message arriving during an active run waits for that run and is applied after it', async () => {
     await ctx.provider.control.seed({ from: 301, count: 4 })
     await ctx.engine.addPipeline({ name: 'ev-run', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksRun' }, events: { service: SERVICE, topics: [{ topic: 'Run.Changed', key: 'ID' }] } } as never)

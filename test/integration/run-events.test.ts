@@ -299,7 +299,9 @@ describe('failures: where a run failed, its first error event, retry', () => {
     await ctx.engine.addPipeline({ name: 'ends-in-order', mode: 'delta', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'host.RunEventsGuard' } })
     // the run's status as the INSERT of its `end` event sees it (in that statement's own transaction)
     const statusAtEnd = new Map<string, string>()
+    let watching = true // the handler stays registered: later tests are not watched
     cds.db.before('INSERT', EVENTS, async function (this: typeof cds.db, req) {
+      if (!watching) return
       const rows = (req.query as { INSERT?: { entries?: Array<{ run_ID: string; kind: string }> } }).INSERT?.entries ?? []
       const end = rows.find(row => row.kind === 'end')
       if (end) statusAtEnd.set(end.run_ID, (await this.run(ql.SELECT.one.from(RUNS).columns('status').where({ ID: end.run_ID }))).status)
@@ -312,6 +314,7 @@ describe('failures: where a run failed, its first error event, retry', () => {
     expect(statusAtEnd.get(failed.ID)).toBe('running')
     const kinds = (await eventsOf(failed.ID)).map(e => e.kind)
     expect(kinds.slice(-2)).toEqual(['error', 'end'])
+    watching = false
   })
 
   test('retry() of a failed run starts the pipeline again in its mode; operators and admins only; failed runs only', async () => {
