@@ -87,7 +87,7 @@ async function store(runner: Runner, pipeline: string, entries: PendingKey[]): P
     const rows = (await runner.run(forUpdate(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'version', 'eventTime').where([
       { ref: ['pipeline'] }, '=', { val: pipeline },
       'and', { ref: ['recordKey'] }, 'in', { list: part.map(row => ({ val: row.recordKey })) },
-    ] as never)))) as Array<{ recordKey: string; version: string; eventTime: string }>
+    ] as never).orderBy('recordKey')))) as Array<{ recordKey: string; version: string; eventTime: string }>
     for (const row of rows) stored.set(row.recordKey, row)
   }
   const fresh = entries.filter(row => {
