@@ -27,9 +27,9 @@ export interface Demo {
   stop(): Promise<void>
 }
 
-/** waitFor at a browser test's pace: probes every 100 ms (the apps and the browser share the machine); fails naming `what`. */
+/** waitFor at a browser test's pace: probes every 200 ms (each probe asks the browser; apps and browser share the machine); fails naming `what`. */
 export function waitUntil<T>(probe: () => Promise<T | undefined | false | null> | T | undefined | false | null, what: string, timeout = 30_000): Promise<T> {
-  return waitFor(probe, what, timeout, 100)
+  return waitFor(probe, what, timeout, 200)
 }
 
 /**
