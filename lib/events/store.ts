@@ -69,6 +69,9 @@ export function derivedVersion(identity: string, index: number): string {
 
 const isDerived = (row: PendingKey) => row.version[14] === '5'
 
+/** Whether a message of a key at `next` may replace the one at `current`: never an older by a newer (a late fan-out copy). */
+const notOlder = (next: { eventTime: string }, current: { eventTime: string }) => Date.parse(current.eventTime) <= Date.parse(next.eventTime)
+
 /** The pipeline and the tenant whose database the current step runs in (the batcher's `withinTenant`). */
 const tombstoneSlot = (pipeline: string) => slotOf(pipeline, (cds.context as { tenant?: string } | undefined)?.tenant)
 
@@ -92,7 +95,7 @@ async function store(runner: Runner, pipeline: string, entries: PendingKey[]): P
   }
   const fresh = entries.filter(row => {
     const current = stored.get(row.recordKey)
-    return !current || (current.version !== row.version && Date.parse(current.eventTime) <= Date.parse(row.eventTime))
+    return !current || (current.version !== row.version && notOlder(row, current))
   })
   if (fresh.length) await runner.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(fresh))
 }
@@ -143,7 +146,7 @@ export class PendingKeys {
     // the newer message of a key wins, whichever arrived last (a late fan-out copy of an older one)
     for (const row of rows) {
       const gathered = waiting.rows.get(row.recordKey)
-      if (!gathered || Date.parse(gathered.eventTime) <= Date.parse(row.eventTime)) waiting.rows.set(row.recordKey, row)
+      if (!gathered || notOlder(row, gathered)) waiting.rows.set(row.recordKey, row)
     }
     const gathered = waiting
     return new Promise((resolve, reject) => gathered.settled.push({ resolve, reject }))
