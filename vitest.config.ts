@@ -28,16 +28,16 @@ export default defineConfig({
     // loaded machine (issue 21, `npm run test:load`), where apps start and runs end several times slower
     testTimeout: 180_000,
     hookTimeout: 180_000,
-    // the longest files first (test/helpers/longest-first.ts); integration and postgres each on two workers
-    // side by side (their files mostly wait for apps, providers and timers, so four at once finish sooner
-    // than two: one pool of two took 14–15 instead of 10 minutes on a quiet machine), the browser tests one
-    // at a time after them (each keeps both cores busy with Chromium and its demo apps)
+    // the longest files first (test/helpers/longest-first.ts); unit, integration and postgres share three
+    // workers (their files mostly wait for apps, providers and timers). `npm test` (scripts/test.mjs) runs
+    // the browser tests, one at a time, in a second vitest run beside them: vitest would start a project
+    // limited to one worker only after all the others had ended
     sequence: { sequencer: LongestFirst },
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 2 } },
-      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 2 } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], maxWorkers: 3 } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 3 } },
+      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 3 } },
       // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`);
       // every file its own browser and apps on free ports, in-memory databases, own message boxes and Redis prefixes
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 240_000, hookTimeout: 240_000 } },

@@ -1,8 +1,8 @@
 /**
  * The order in which `npm test` starts its files (vitest.config.ts `sequence.sequencer`). The
- * integration and postgres files run on two workers each, side by side, so they are started longest
- * first: a slow file (a scale-out test) started last would keep the others waiting for it. Unit and
- * browser files run one at a time after them (vitest's group for single-worker projects).
+ * unit, integration and postgres files share three workers, so they are started longest first: a
+ * slow file (a scale-out test) started last would keep the others waiting for it. The browser files
+ * run one at a time in their own vitest run beside them (scripts/test.mjs), in the same order.
  * The duration is the file's last one (vitest's results cache; a failed file first, as vitest does).
  * Files without one (a fresh clone) go by project, the slow ones first (browser, PostgreSQL,
  * integration, unit), and within a project larger files first.
