@@ -41,7 +41,8 @@ async function runBoth() {
     const summary = path.join(counts, `${run.name}.json`)
     const child = spawn(process.execPath, [vitest, 'run', ...run.projects.flatMap(project => ['--project', project])], {
       cwd: root,
-      env: { ...process.env, VITEST_SUMMARY_FILE: summary, FORCE_COLOR: process.stdout.isTTY ? '1' : process.env.FORCE_COLOR ?? '0' },
+      // no FORCE_COLOR: the tests' own apps and CLIs would inherit it (cds reads any value, even `0`, as on)
+      env: { ...process.env, VITEST_SUMMARY_FILE: summary },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.push(child)

@@ -43,6 +43,8 @@ interface Waiting {
 
 /** Attempts of one write of waiting keys before its messages fail (a lock conflict or a busy pool is transient). */
 const WRITE_ATTEMPTS = 6
+/** Writes that met rows other instances stored meanwhile, read again at once before they count as failed attempts. */
+const WRITE_CONFLICTS = 20
 /** Pause before the second attempt (doubling: about 8 s over all attempts). */
 const WRITE_PAUSE = 250
 
@@ -84,7 +86,7 @@ type Runner = { run(query: unknown): Promise<unknown> }
  * (a late copy of an older message never replaces a newer state). The rows read are locked (on
  * databases that lock rows) so a concurrent copy cannot slip in between the read and the write.
  */
-async function store(runner: Runner, pipeline: string, entries: PendingKey[]): Promise<void> {
+export async function storeKeys(runner: Runner, pipeline: string, entries: PendingKey[]): Promise<void> {
   const stored = new Map<string, { version: string; eventTime: string }>()
   for (const part of chunk(entries, REMOVE_CHUNK)) {
     const rows = (await runner.run(forUpdate(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'version', 'eventTime').where([
@@ -93,11 +95,24 @@ async function store(runner: Runner, pipeline: string, entries: PendingKey[]): P
     ] as never).orderBy('recordKey')))) as Array<{ recordKey: string; version: string; eventTime: string }>
     for (const row of rows) stored.set(row.recordKey, row)
   }
-  const fresh = entries.filter(row => {
+  const replacing: PendingKey[] = []
+  const adding: PendingKey[] = []
+  for (const row of entries) {
     const current = stored.get(row.recordKey)
-    return !current || (current.version !== row.version && notOlder(row, current))
-  })
-  if (fresh.length) await runner.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(fresh))
+    if (!current) adding.push(row)
+    else if (current.version !== row.version && notOlder(row, current)) replacing.push(row)
+  }
+  if (replacing.length) await runner.run(ql.UPSERT.into(EVENT_KEYS_ENTITY).entries(replacing))
+  // INSERT, not UPSERT: a row absent when read is not locked, and another instance may have stored,
+  // applied and kept it as a tombstone since; an UPSERT would make that key wait (and be fetched)
+  // again. The INSERT fails on such a row instead (isConflict), and the write reads again
+  if (adding.length) await runner.run(ql.INSERT.into(EVENT_KEYS_ENTITY).entries(adding))
+}
+
+/** A key row another instance inserted between this write's read and its INSERT (PostgreSQL 23505, SQLite's UNIQUE constraint). */
+export function isConflict(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
+  return code === '23505' || code === 'UNIQUE_CONSTRAINT_VIOLATION' || /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(String(code)) || /UNIQUE constraint failed|duplicate key value/.test(String(message))
 }
 
 /** A pause that does not keep the process alive (shutdown never waits for a retry). */
@@ -133,7 +148,7 @@ export class PendingKeys {
       version: identity === undefined ? randomUUID() : derivedVersion(identity, index), appliedAt: null,
     }))
     if (inHandlerTransaction) {
-      await store(await connect('db'), pipeline, ordered(new Map(rows.map(row => [row.recordKey, row])).values()))
+      await storeKeys(await connect('db'), pipeline, ordered(new Map(rows.map(row => [row.recordKey, row])).values()))
       return
     }
     const slot = slotOf(pipeline, tenant)
@@ -186,12 +201,12 @@ export class PendingKeys {
     this.waiting.delete(slot)
     const { pipeline, tenant } = waiting
     const entries = ordered(waiting.rows.values())
-    for (let attempt = 1, wait = WRITE_PAUSE; ; attempt++, wait *= 2) {
+    for (let attempt = 1, wait = WRITE_PAUSE, conflicts = 0; ;) {
       try {
         // in the tenant's own context: CAP opens the transaction on that tenant's database
         await withinTenant(tenant, async () => {
           const db = await connect('db')
-          await db.tx(tx => store(tx, pipeline, entries))
+          await db.tx(tx => storeKeys(tx, pipeline, entries))
         })
         for (const each of waiting.settled) each.resolve()
         return
@@ -202,12 +217,19 @@ export class PendingKeys {
           for (const each of waiting.settled) each.resolve()
           return
         }
+        // another instance stored a copy of the same message meanwhile: expected with fan-out, read again at once
+        if (isConflict(error) && ++conflicts <= WRITE_CONFLICTS) {
+          if (LOG._debug) LOG.debug(`${labelOf(pipeline, tenant)}: ${entries.length} event keys met rows another instance stored; reading again`)
+          continue
+        }
         if (attempt >= WRITE_ATTEMPTS) {
           for (const each of waiting.settled) each.reject(error)
           return
         }
         LOG.warn(`${labelOf(pipeline, tenant)}: ${entries.length} event keys not stored (${(error as Error).message}); trying again`)
         await pause(wait)
+        attempt++
+        wait *= 2
       }
     }
   }

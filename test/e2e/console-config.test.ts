@@ -52,10 +52,16 @@ async function openConfig(name: string): Promise<void> {
   await setting('source.batchSize').waitFor({ timeout: 20_000 })
 }
 
-/** Picks an entry of a sap.m.Select (its list opens in a popover). */
+/**
+ * Picks an entry of a sap.m.Select (its list opens in a popover), until the select shows it: on a
+ * busy machine a click can land while the popover is still opening, and the select ignores it.
+ */
 async function choose(select: Locator, text: string): Promise<void> {
-  await select.click()
-  await page.locator('.sapMSelectList:visible li', { hasText: new RegExp(`^${text.replace(/[*.]/g, '\\$&')}$`) }).first().click()
+  await waitFor(async () => {
+    if (!(await page.locator('.sapMSelectList:visible').count())) await select.click()
+    await page.locator('.sapMSelectList:visible li', { hasText: new RegExp(`^${text.replace(/[*.]/g, '\\$&')}$`) }).first().click({ timeout: 10_000 }).catch(() => undefined)
+    return (await selected(select)) === text
+  }, `"${text}" chosen`, 60_000, 500)
 }
 
 const selected = async (select: Locator) => ((await select.locator('.sapMSelectListItemText, .sapMSltLabel').first().innerText()) ?? '').trim()

@@ -134,11 +134,14 @@ export function providerControl(base: string): ProviderControl {
 // Apps installed from the packed tarball (test/integration/packaging.test.ts, new-user.test.ts):
 // npm and cds-dk run as a user would run them, outside this repository's npm/vitest context.
 
-/** Environment for child processes: no npm lifecycle context, no CAP or vitest settings of this repo. */
+/**
+ * Environment for child processes: no npm lifecycle context, no CAP or vitest settings of this repo,
+ * no forced colours (cds reads any FORCE_COLOR, even `0`, as on; the tests read plain output).
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_config_prefix$|INIT_CWD$|CDS_|cds_|VITEST|NODE_OPTIONS$|NODE_ENV$|destinations$)/.test(key)) continue
+    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_config_prefix$|INIT_CWD$|CDS_|cds_|VITEST|NODE_OPTIONS$|NODE_ENV$|destinations$|FORCE_COLOR$)/.test(key)) continue
     env[key] = value
   }
   return { ...env, ...extra }
