@@ -12,6 +12,8 @@ export class OrdersProxy {
   fail = false
   /** How long an Orders request waits before it is forwarded (ms; 0: at once). */
   delay = 0
+  /** While set, a delayed Orders request also waits for it (a test holds a run's pages until the console showed what it checks). */
+  gate?: (url: string) => Promise<unknown>
   private server?: http.Server
 
   /** `delays(url)`: whether an Orders request waits `delay` (e.g. not the key listings of a sweep). */
@@ -36,8 +38,10 @@ export class OrdersProxy {
         out.on('error', error => { res.statusCode = 502; res.end(String(error)) })
         req.pipe(out)
       }
-      if (orders && this.delay && this.delays(url)) setTimeout(forward, this.delay)
-      else forward()
+      if (orders && this.delay && this.delays(url)) {
+        const gate = this.gate
+        setTimeout(() => void (gate ? gate(url).catch(() => undefined) : Promise.resolve()).then(forward), this.delay)
+      } else forward()
     })
     return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)))
   }

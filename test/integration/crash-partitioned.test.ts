@@ -23,7 +23,13 @@ const T0 = '2026-01-01T00:00:00.000Z'
 
 function client(app: RunningApp, pipeline = 'booksFull') {
   const get = async <T>(fn: string): Promise<T> => {
-    const response = await fetch(`${app.url}/crash/${fn}(pipeline='${pipeline}')`)
+    const url = `${app.url}/crash/${fn}(pipeline='${pipeline}')`
+    // a read is sent again once when its connection closes unanswered: right after a kill -9 and a
+    // restart, a pooled connection can still point at the killed process (seen on a loaded machine)
+    const response = await fetch(url).catch((error: { cause?: { code?: string } }) => {
+      if (error.cause?.code !== 'UND_ERR_SOCKET') throw error
+      return fetch(url)
+    })
     if (!response.ok) throw new Error(`${fn}: ${response.status} ${await response.text()}`)
     const { '@odata.context': _context, ...body } = (await response.json()) as Record<string, unknown> & { value?: T }
     return (Array.isArray(body.value) ? body.value : body) as T

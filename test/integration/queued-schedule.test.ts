@@ -154,9 +154,11 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     const starts = runs.map(r => Date.parse(r.startTime))
     const intervals = starts.slice(1).map((t, i) => t - starts[i])
     console.log(`q-every (every 2 s, queued): tick intervals ${intervals.join(', ')} ms`)
+    // one run per tick: never two in one interval; a missed tick would leave a gap of two intervals
+    // (a busy machine's timers fire late, never early: 2,755 ms seen beside the load run)
     for (const interval of intervals) {
       expect(interval).toBeGreaterThanOrEqual(1900)
-      expect(interval).toBeLessThan(2600)
+      expect(interval).toBeLessThan(3900)
     }
   })
 

@@ -284,22 +284,21 @@ describe('three instances on one PostgreSQL database', { timeout: 300_000 }, () 
       const tasks = await pgQuery<{ task: string }>(database, `SELECT task FROM cds_outbox_messages WHERE task LIKE '%ticker%'`)
       expect(tasks).toHaveLength(1)
 
-      // a fixed window of TICKS intervals, starting at the first run
+      // the first TICKS runs (on a busy machine a tick comes late, so a fixed window would hold fewer)
       const TICKS = 5
-      const first = await waitFor(async () => (await runsOf(instances[0], 'ticker'))[0], 'the first queued tick', 3 * EVERY)
-      const windowStart = Date.parse(first.startTime)
-      await sleep(Math.max(0, windowStart + TICKS * EVERY - 500 - Date.now()))
-      const runs = (await runsOf(instances[1], 'ticker')).filter(r => Date.parse(r.startTime) < windowStart + TICKS * EVERY - 500)
+      await waitFor(async () => (await runsOf(instances[0], 'ticker'))[0], 'the first queued tick', 3 * EVERY)
+      const runs = (await waitFor(async () => { const all = await runsOf(instances[1], 'ticker'); return all.length >= TICKS && all }, `${TICKS} queued ticks`, 4 * TICKS * EVERY)).slice(0, TICKS)
       const starts = runs.map(r => Date.parse(r.startTime))
       const gaps = starts.slice(1).map((start, i) => start - starts[i])
       const log = await runLog(database, 'ticker')
       const byInstance = Object.values(Object.groupBy(log, l => l.instance)).map(l => l!.length)
       console.log(`queued schedule (every ${EVERY} ms) on 3 instances, ${TICKS} ticks: ${runs.length} runs, gaps ${JSON.stringify(gaps)} ms, runs per instance ${JSON.stringify(byInstance)}`)
       expect(runs).toHaveLength(TICKS)
-      // one run per tick: consecutive runs one interval apart, never two in one interval
+      // one run per tick: consecutive runs one interval apart, never two in one interval; a missed tick
+      // would leave a gap of two intervals (late ticks on a busy machine: gaps up to 4,013 ms seen)
       for (const gap of gaps) {
         expect(gap).toBeGreaterThan(EVERY * 0.6)
-        expect(gap).toBeLessThan(EVERY * 1.6)
+        expect(gap).toBeLessThan(EVERY * 1.9)
       }
       expect(runs.every(r => r.trigger === 'scheduled')).toBe(true)
       expectNoOverlap(runs)
