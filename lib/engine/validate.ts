@@ -253,14 +253,21 @@ function decimalCheck(precision: number | undefined, scale: number | undefined):
   const places = scale ?? 0
   const integerDigits = precision === undefined ? undefined : precision - places
   const bound = integerDigits === undefined ? Infinity : 10 ** integerDigits
+  // plain text with no more digits than allowed fits, whatever they are: no count of significant digits
+  const plain = integerDigits !== undefined && integerDigits >= 1 ? new RegExp(`^[+-]?\\d{1,${integerDigits}}${places > 0 ? `(?:\\.\\d{1,${places}})?` : ''}$`) : undefined
   return value => {
+    let text: string
     if (typeof value === 'number') {
       if (!Number.isFinite(value)) return `${describe(value)} is not a decimal number`
       if (precision === undefined) return undefined
       if (Number.isInteger(value) && Math.abs(value) < bound) return undefined
-    } else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
+      text = String(value)
+    } else if (typeof value === 'string' && plain?.test(value)) return undefined
+    else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
     else if (precision === undefined) return undefined
-    const digits = decimalDigits(typeof value === 'number' ? String(value) : value)
+    else text = value
+    if (plain?.test(text)) return undefined
+    const digits = decimalDigits(text)
     if (digits.integer > integerDigits!) return `${describe(value)} exceeds Decimal(${precision}, ${places}) (${integerDigits} integer digits)`
     if (digits.fraction > places) return `${describe(value)} has ${digits.fraction} decimal places, Decimal(${precision}, ${places}) allows ${places}`
     return undefined

@@ -8,7 +8,7 @@
  * - records mapped by name copied in one step (lib/adapters/mapping.ts);
  * - watermark values in plain UTC compared as text (lib/adapters/watermark.ts).
  */
-import { RecordValidator, validDate, validTimestamp } from '../../lib/engine/validate'
+import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../../lib/engine/validate'
 import { PAGE_ACCEPT, decodeV4Page } from '../../lib/adapters/source/decode-page'
 import { SqliteWriter, chunkRows } from '../../lib/adapters/target/sqlite-writer'
 import { uniqueByKey } from '../../lib/adapters/target/base'
@@ -232,5 +232,24 @@ describe('watermark: plain UTC texts compared as text', () => {
       parse.mockRestore()
     }
     expect(tracker.result().lastSync).toBe('2026-03-01T00:00:00.000Z')
+  })
+})
+
+describe('Decimal checks of plain text', () => {
+  /** The check as it was: count the significant digits of every value. */
+  function reference(value: unknown, precision: number, scale: number): boolean {
+    const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : typeof value === 'string' ? value : ''
+    if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) return false
+    const digits = decimalDigits(text)
+    return digits.integer <= precision - scale && digits.fraction <= scale
+  }
+
+  test('answer what counting the digits answers', () => {
+    const values: unknown[] = ['0', '0.01', '-0.01', '+1.5', '999.99', '1000', '999.999', '007.10', '0000000.1', '.5', '5.', '1e2', '1e-2', '12.345', '-', '', 'x', '1.2.3',
+      0, 0.01, 12.5, 999.99, 1000, -999.994, 1e21, 1e-7, 0.1 + 0.2, Number.NaN, Infinity]
+    for (const [precision, scale] of [[5, 2], [9, 2], [3, 0], [2, 2], [10, 4]]) {
+      const validator = new RecordValidator({ name: 'T', elements: { ID: { type: 'cds.Integer', key: true }, d: { type: 'cds.Decimal', precision, scale } } } as unknown as CsnEntity)
+      for (const value of values) expect([precision, scale, value, validator.check({ ID: 1, d: value }) === undefined]).toEqual([precision, scale, value, reference(value, precision, scale)])
+    }
   })
 })
