@@ -10,6 +10,7 @@
  */
 import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../../lib/engine/validate'
 import { PAGE_ACCEPT, decodeV4Page } from '../../lib/adapters/source/decode-page'
+import { ODataSourceAdapter } from '../../lib/adapters/source/odata'
 import { SqliteWriter, chunkRows } from '../../lib/adapters/target/sqlite-writer'
 import { uniqueByKey } from '../../lib/adapters/target/base'
 import { applyMapping, hasExactly } from '../../lib/adapters/mapping'
@@ -251,5 +252,41 @@ describe('Decimal checks of plain text', () => {
       const validator = new RecordValidator({ name: 'T', elements: { ID: { type: 'cds.Integer', key: true }, d: { type: 'cds.Decimal', precision, scale } } } as unknown as CsnEntity)
       for (const value of values) expect([precision, scale, value, validator.check({ ID: 1, d: value }) === undefined]).toEqual([precision, scale, value, reference(value, precision, scale)])
     }
+  })
+})
+
+describe('ODataSourceAdapter: V4 pages read as text', () => {
+  class Probe extends ODataSourceAdapter {
+    sent: Array<Record<string, unknown>> = []
+    constructor(answer: unknown) {
+      super({ pipeline: { name: 'p', config: { source: { service: 'S', entity: 'E' } } } } as unknown as ConstructorParameters<typeof ODataSourceAdapter>[0])
+      this.service = { name: 'S', send: async request => { this.sent.push(request); return answer } }
+    }
+    page() {
+      return this.fetchPath('/E?$top=2')
+    }
+  }
+  const text = JSON.stringify({ '@odata.count': 5, value: [{ ID: 1 }, { ID: 2 }] })
+
+  test('asks with the accept that hands on text, and decodes the text', async () => {
+    const probe = new Probe(text)
+    const page = await probe.page()
+    expect(probe.sent[0]).toMatchObject({ method: 'GET', path: '/E?$top=2', headers: { accept: PAGE_ACCEPT } })
+    expect(page).toMatchObject({ records: [{ ID: 1 }, { ID: 2 }], count: 5, nextLink: undefined })
+  })
+
+  test('an answer CAP decoded itself is taken as before; a subclass that converts rows converts decoded ones too', async () => {
+    const decoded = Object.assign([{ ID: 1 }], { $count: 1 })
+    expect(await new Probe(decoded).page()).toMatchObject({ records: [{ ID: 1 }], count: 1 })
+    class Converting extends Probe {
+      protected override convertRecord(record: Record<string, unknown>) {
+        return { ...record, converted: true }
+      }
+    }
+    expect((await new Converting(text).page()).records).toEqual([{ ID: 1, converted: true }, { ID: 2, converted: true }])
+  })
+
+  test('text that is no JSON fails the read naming the source', async () => {
+    await expect(new Probe('<html>login</html>').page()).rejects.toMatchObject({ code: 'SOURCE_FAILED', message: expect.stringContaining("OData source 'S' answered /E?$top=2 with no JSON") })
   })
 })

@@ -194,7 +194,8 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     const result = (typeof answer === 'string' ? this.decodePage(answer, path) : answer) as RemoteResult | DataRecord
     if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} without a collection`)
     return {
-      records: typeof answer === 'string' ? result : result.map(record => this.convertRecord(record)),
+      // rows decoded here are plain already: mapped only by a class that converts them (V2, a subclass)
+      records: typeof answer === 'string' && this.convertRecord === ODataSourceAdapter.prototype.convertRecord ? result : result.map(record => this.convertRecord(record)),
       count: typeof result.$count === 'number' ? result.$count : result.$count !== undefined ? Number(result.$count) : undefined,
       nextLink: result.$nextLink ?? result.$next,
       // CAP's remote service answers only a successful GET with a collection
