@@ -189,9 +189,21 @@ class Reach {
   /** Keys of the last record read with `maxTime` (reads are ordered: the highest at that value). */
   tie: DataRecord | undefined
 
+  /** `maxTime` as the text it was read from, when that text is plain UTC (PLAIN_UTC). */
+  private maxText: string | undefined
+
   observe(plan: DeltaPlan, ties: TiePolicy | undefined, records: DataRecord[]): void {
     let last: DataRecord | undefined // the batch's last record at the highest value: its keys become the tie position
     for (const record of records) {
+      if (plan.mode === 'timestamp' && this.maxText !== undefined) {
+        // plain UTC text orders as its time: a value below the highest, or equal to it, is judged without Date.parse
+        const value = record[plan.field!]
+        if (value === this.maxText) {
+          last = record
+          continue
+        }
+        if (typeof value === 'string' && value < this.maxText && PLAIN_UTC.test(value)) continue
+      }
       if (plan.mode === 'key') {
         const value = record[plan.field!]
         if (value === null || value === undefined) continue
@@ -203,6 +215,8 @@ class Reach {
           : toTime(record[plan.dateField!] ? `${String(record[plan.dateField!]).slice(0, 10)}T${String(record[plan.timeField!] ?? '00:00:00')}Z` : null)
         if (time === undefined || (this.maxTime !== undefined && time < this.maxTime)) continue
         this.maxTime = time
+        const text = plan.mode === 'timestamp' ? record[plan.field!] : undefined
+        this.maxText = typeof text === 'string' && PLAIN_UTC.test(text) ? text : undefined
         last = record
       }
     }
@@ -317,6 +331,12 @@ export function compareKeys(a: string | number, b: string | number): number {
   }
   return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0
 }
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS.sssZ` with a day every month has: one fixed form, so two such texts
+ * compare as their times do (a day 29–31 might be read as one of the next month: not taken).
+ */
+const PLAIN_UTC = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
 
 function toTime(value: unknown): number | undefined {
   if (value === null || value === undefined || value === '') return undefined

@@ -226,7 +226,7 @@ function compileType({ type, length, precision, scale }: TypeFacts): Check {
       }
     case 'cds.DateTime':
     case 'cds.Timestamp':
-      return value => validDate(value) && (value instanceof Date || !Number.isNaN(Date.parse(value as string))) ? undefined : `${describe(value)} is not a ${type.slice(4)} (ISO 8601)`
+      return value => validTimestamp(value) ? undefined : `${describe(value)} is not a ${type.slice(4)} (ISO 8601)`
     default: {
       const range = type ? INTEGER_RANGE[type] : undefined
       if (!range || !type) return () => undefined
@@ -253,14 +253,21 @@ function decimalCheck(precision: number | undefined, scale: number | undefined):
   const places = scale ?? 0
   const integerDigits = precision === undefined ? undefined : precision - places
   const bound = integerDigits === undefined ? Infinity : 10 ** integerDigits
+  // plain text with no more digits than allowed fits, whatever they are: no count of significant digits
+  const plain = integerDigits !== undefined && integerDigits >= 1 ? new RegExp(`^[+-]?\\d{1,${integerDigits}}${places > 0 ? `(?:\\.\\d{1,${places}})?` : ''}$`) : undefined
   return value => {
+    let text: string
     if (typeof value === 'number') {
       if (!Number.isFinite(value)) return `${describe(value)} is not a decimal number`
       if (precision === undefined) return undefined
       if (Number.isInteger(value) && Math.abs(value) < bound) return undefined
-    } else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
+      text = String(value)
+    } else if (typeof value === 'string' && plain?.test(value)) return undefined
+    else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
     else if (precision === undefined) return undefined
-    const digits = decimalDigits(typeof value === 'number' ? String(value) : value)
+    else text = value
+    if (plain?.test(text)) return undefined
+    const digits = decimalDigits(text)
     if (digits.integer > integerDigits!) return `${describe(value)} exceeds Decimal(${precision}, ${places}) (${integerDigits} integer digits)`
     if (digits.fraction > places) return `${describe(value)} has ${digits.fraction} decimal places, Decimal(${precision}, ${places}) allows ${places}`
     return undefined
@@ -288,8 +295,23 @@ function codePoints(text: string): number {
   return text.length - (text.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0)
 }
 
-function validDate(value: unknown): boolean {
+/**
+ * Dates and timestamps every check below accepts, told by their text alone (no Date built, no
+ * Date.parse: the bulk of a page's checks): years 1000–9999, days 01–28 (every month has them),
+ * hours 00–23, an optional fraction and zone. Anything else takes the full check.
+ */
+const PLAIN_DATE = /^[1-9]\d{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])$/
+const PLAIN_TIMESTAMP = /^[1-9]\d{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?$/
+
+/** A DateTime or Timestamp: a valid day, and text Date.parse reads (or a valid Date). */
+export function validTimestamp(value: unknown): boolean {
+  if (typeof value === 'string' && PLAIN_TIMESTAMP.test(value)) return true
+  return validDate(value) && (value instanceof Date || !Number.isNaN(Date.parse(value as string)))
+}
+
+export function validDate(value: unknown): boolean {
   if (value instanceof Date) return !Number.isNaN(value.getTime())
+  if (typeof value === 'string' && PLAIN_DATE.test(value)) return true
   const match = typeof value === 'string' ? DATE_TEXT.exec(value) : null
   if (!match) return false
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])]

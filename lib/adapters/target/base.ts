@@ -92,8 +92,23 @@ export function keysWhere(keys: DataRecord[], columns: string[]): unknown[] {
 
 /** One record per key, the last occurrence wins (a row read twice within a batch). */
 export function uniqueByKey(records: DataRecord[], keys: string[]): DataRecord[] {
-  const byKey = new Map<unknown, DataRecord>()
   const [single] = keys.length === 1 ? keys : []
+  if (single !== undefined && ascending(records, single)) return records // a keyset page: no key twice, no map of the page built
+  const byKey = new Map<unknown, DataRecord>()
   for (const record of records) byKey.set(single ? record[single] ?? null : JSON.stringify(keys.map(k => record[k] ?? null)), record)
   return byKey.size === records.length ? records : [...byKey.values()]
+}
+
+/** Whether a single key strictly ascends over the records (all strings, or all numbers): then no key occurs twice. */
+function ascending(records: DataRecord[], key: string): boolean {
+  if (!records.length) return true
+  let previous = records[0][key]
+  const kind = typeof previous
+  if (kind !== 'string' && kind !== 'number') return false
+  for (let i = 1; i < records.length; i++) {
+    const value = records[i][key]
+    if (typeof value !== kind || !((previous as number | string) < (value as number | string))) return false
+    previous = value
+  }
+  return true
 }

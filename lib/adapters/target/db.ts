@@ -228,7 +228,10 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     if (refill?.runId !== context.runId) return false
     let low: unknown[] | undefined
     let high: unknown[] | undefined
-    for (const row of rows) {
+    // one key column: its lowest and highest value, without a tuple per row
+    const bounds = this.keys.length === 1 ? this.singleKeyBounds(rows) : undefined
+    if (bounds) [low, high] = bounds
+    else for (const row of rows) {
       const key = this.keys.map(k => row[k])
       if (!this.orderedKey(key)) {
         this.refill = undefined
@@ -273,13 +276,33 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     return columns
   }
 
+  /** A single key's [lowest], [highest] of the rows when every value is an ordered key (`orderedKey`); else undefined, and the rows take the tuple loop. */
+  private singleKeyBounds(rows: DataRecord[]): [unknown[], unknown[]] | undefined {
+    const [name] = this.keys
+    let low = rows[0][name]
+    let high = low
+    for (const row of rows) {
+      const value = row[name]
+      if (!this.orderedValue(value, 0)) return undefined
+      if ((value as number | string) < (low as number | string)) low = value
+      else if ((value as number | string) > (high as number | string)) high = value
+    }
+    return [[low], [high]]
+  }
+
   /** Keys of integer, string and UUID types (CAP stores a UUID as text), where distinct in JavaScript means distinct in the database. */
   private orderedKey(key: unknown[]): boolean {
+    return key.every((value, i) => this.orderedValue(value, i))
+  }
+
+  /** One value of the i-th key column, as `orderedKey` judges it. */
+  private orderedValue(value: unknown, i: number): boolean {
     this.keyKinds ??= this.keys.map(k => {
       const type = builtinType(this.entity!.elements[k])
       return type === 'cds.String' || type === 'cds.UUID' ? 'string' : type && INTEGER_TYPES.has(type) ? 'number' : undefined
     })
-    return key.every((value, i) => this.keyKinds![i] !== undefined && typeof value === this.keyKinds![i] && (typeof value !== 'number' || Number.isSafeInteger(value)))
+    const kind = this.keyKinds[i]
+    return kind !== undefined && typeof value === kind && (typeof value !== 'number' || Number.isSafeInteger(value))
   }
 
   /** The stored rows of the batch's keys, by key, with the columns the batch writes. */
