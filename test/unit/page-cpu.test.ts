@@ -2,15 +2,12 @@
  * The per-page work of a full copy made cheaper (issue 24, "CPU per page"): each helper answers
  * what the slower way answered, and skips the work it exists to skip.
  * - date and timestamp checks by text (lib/engine/validate.ts): no Date.parse for plain values;
- * - V4 pages decoded once (lib/adapters/source/decode-page.ts): CAP's answer, without its second walk;
  * - SQLite rows in multi-row statements (lib/adapters/target/sqlite-writer.ts);
  * - a keyset page's keys checked for duplicates without a map (lib/adapters/target/base.ts);
  * - records mapped by name copied in one step (lib/adapters/mapping.ts);
  * - watermark values in plain UTC compared as text (lib/adapters/watermark.ts).
  */
 import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../../lib/engine/validate'
-import { PAGE_ACCEPT, decodeV4Page } from '../../lib/adapters/source/decode-page'
-import { ODataSourceAdapter } from '../../lib/adapters/source/odata'
 import { SqliteWriter, chunkRows } from '../../lib/adapters/target/sqlite-writer'
 import { uniqueByKey } from '../../lib/adapters/target/base'
 import { applyMapping, hasExactly } from '../../lib/adapters/mapping'
@@ -69,41 +66,6 @@ describe('date and timestamp checks by text', () => {
       parse.mockRestore()
       utc.mockRestore()
     }
-  })
-})
-
-describe('decodeV4Page', () => {
-  test('the rows of value, with $count and $nextLink hidden on the array, as CAP answers', () => {
-    const page = decodeV4Page(JSON.stringify({ '@odata.context': '$metadata#Books', '@odata.count': 3, value: [{ ID: 1, title: 'a' }, { ID: 2, title: 'b' }], '@odata.nextLink': 'Books?$skiptoken=2' }))!
-    expect(page).toEqual([{ ID: 1, title: 'a' }, { ID: 2, title: 'b' }])
-    expect(page.$count).toBe(3)
-    expect(page.$nextLink).toBe('Books?$skiptoken=2')
-    expect(Object.keys(page)).toEqual(['0', '1'])
-    const plain = decodeV4Page('{"value":[]}')!
-    expect(plain).toEqual([])
-    expect(plain.$count).toBeUndefined()
-    expect('$nextLink' in plain).toBe(false)
-  })
-
-  test('row annotations are dropped at any depth; a string naming one is kept', () => {
-    const page = decodeV4Page(JSON.stringify({ value: [
-      { '@odata.etag': 'W/"1"', ID: 1, note: 'see @odata.etag', address: { '@odata.type': '#x.Address', city: 'B' }, tags: [{ '@odata.id': 't', name: 'n' }] },
-      { ID: 2, 'title@odata.type': '#String', title: 't' },
-    ] }))
-    expect(page).toEqual([
-      { ID: 1, note: 'see @odata.etag', address: { city: 'B' }, tags: [{ name: 'n' }] },
-      { ID: 2, 'title@odata.type': '#String', title: 't' }, // a property's annotation, as CAP keeps it
-    ])
-  })
-
-  test('a body without value is handed on as it is; text that is no JSON throws', () => {
-    expect(decodeV4Page('{"ID":1}')).toEqual({ ID: 1 })
-    expect(() => decodeV4Page('<html>login</html>')).toThrow()
-  })
-
-  test('the accept asks for JSON and refuses XML (the wording that makes CAP hand on text)', () => {
-    expect(PAGE_ACCEPT).toMatch(/^application\/json,/)
-    expect(PAGE_ACCEPT).toMatch(/xml;q=0$/)
   })
 })
 
@@ -252,41 +214,5 @@ describe('Decimal checks of plain text', () => {
       const validator = new RecordValidator({ name: 'T', elements: { ID: { type: 'cds.Integer', key: true }, d: { type: 'cds.Decimal', precision, scale } } } as unknown as CsnEntity)
       for (const value of values) expect([precision, scale, value, validator.check({ ID: 1, d: value }) === undefined]).toEqual([precision, scale, value, reference(value, precision, scale)])
     }
-  })
-})
-
-describe('ODataSourceAdapter: V4 pages read as text', () => {
-  class Probe extends ODataSourceAdapter {
-    sent: Array<Record<string, unknown>> = []
-    constructor(answer: unknown) {
-      super({ pipeline: { name: 'p', config: { source: { service: 'S', entity: 'E' } } } } as unknown as ConstructorParameters<typeof ODataSourceAdapter>[0])
-      this.service = { name: 'S', send: async request => { this.sent.push(request); return answer } }
-    }
-    page() {
-      return this.fetchPath('/E?$top=2')
-    }
-  }
-  const text = JSON.stringify({ '@odata.count': 5, value: [{ ID: 1 }, { ID: 2 }] })
-
-  test('asks with the accept that hands on text, and decodes the text', async () => {
-    const probe = new Probe(text)
-    const page = await probe.page()
-    expect(probe.sent[0]).toMatchObject({ method: 'GET', path: '/E?$top=2', headers: { accept: PAGE_ACCEPT } })
-    expect(page).toMatchObject({ records: [{ ID: 1 }, { ID: 2 }], count: 5, nextLink: undefined })
-  })
-
-  test('an answer CAP decoded itself is taken as before; a subclass that converts rows converts decoded ones too', async () => {
-    const decoded = Object.assign([{ ID: 1 }], { $count: 1 })
-    expect(await new Probe(decoded).page()).toMatchObject({ records: [{ ID: 1 }], count: 1 })
-    class Converting extends Probe {
-      protected override convertRecord(record: Record<string, unknown>) {
-        return { ...record, converted: true }
-      }
-    }
-    expect((await new Converting(text).page()).records).toEqual([{ ID: 1, converted: true }, { ID: 2, converted: true }])
-  })
-
-  test('text that is no JSON fails the read naming the source', async () => {
-    await expect(new Probe('<html>login</html>').page()).rejects.toMatchObject({ code: 'SOURCE_FAILED', message: expect.stringContaining("OData source 'S' answered /E?$top=2 with no JSON") })
   })
 })

@@ -17,7 +17,6 @@ import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } f
 import { PipelineError } from '../../pipeline/errors.js'
 import { cachedDocument, documentKey, forgetLiveDocument, parseEdmx, type ColumnShape, type LiveShape } from './live-shape.js'
 import { LOGGER } from '../../constants.js'
-import { PAGE_ACCEPT, decodeV4Page } from './decode-page.js'
 import { toODataFilter, type Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
@@ -190,25 +189,14 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
 
   protected async fetchPath(path: string): Promise<PageResult> {
     if (LOG._debug) LOG.debug('GET', path)
-    const answer = await this.service!.send({ method: 'GET', path, ...(this.version === 'v4' ? { headers: { accept: PAGE_ACCEPT } } : {}) })
-    const result = (typeof answer === 'string' ? this.decodePage(answer, path) : answer) as RemoteResult | DataRecord
+    const result = (await this.service!.send({ method: 'GET', path })) as RemoteResult | DataRecord
     if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} without a collection`)
     return {
-      // rows decoded here are plain already: mapped only by a class that converts them (V2, a subclass)
-      records: typeof answer === 'string' && this.convertRecord === ODataSourceAdapter.prototype.convertRecord ? result : result.map(record => this.convertRecord(record)),
+      records: result.map(record => this.convertRecord(record)),
       count: typeof result.$count === 'number' ? result.$count : result.$count !== undefined ? Number(result.$count) : undefined,
       nextLink: result.$nextLink ?? result.$next,
       // CAP's remote service answers only a successful GET with a collection
       httpStatus: 200,
-    }
-  }
-
-  /** A V4 page's JSON text, as CAP would hand it on (decode-page.ts); an answer that is no JSON fails the read. */
-  private decodePage(text: string, path: string): RemoteResult | undefined {
-    try {
-      return decodeV4Page(text)
-    } catch {
-      throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered ${path} with no JSON (${JSON.stringify(text.slice(0, 60))})`)
     }
   }
 
