@@ -339,9 +339,15 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await tab('Config')
     const line = page.locator(`${byId('settingsTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMText', { hasText: /^source\.batchSize$/ }) })
     await line.waitFor()
-    await line.locator('.pcSettingNumber input').fill('250')
-    await page.locator(byId('saveSettings')).click()
-    // the typed editor shows the diff before it saves (test/e2e/console-config.test.ts)
+    // the typed editor shows the diff before it saves (test/e2e/console-config.test.ts). On a busy
+    // machine the settings may still be rendered anew just after they appeared (the edit then lost):
+    // typed again until the save shows the diff
+    await waitUntil(async () => {
+      const input = line.locator('.pcSettingNumber input')
+      if ((await input.inputValue()) !== '250') await input.fill('250')
+      await page.locator(byId('saveSettings')).click()
+      return page.locator(byId('diffSave')).first().waitFor({ timeout: 5_000 }).then(() => true, () => false)
+    }, 'the diff of the edit', 60_000)
     await page.locator(byId('diffSave')).first().click()
     await waitUntil(async () => (await line.locator('.sapMObjStatusWarning').count()) > 0, 'the override row in orange')
     expect(await line.getAttribute('class')).toMatch(/sapMLIBHighlight|sapMLIB/)
