@@ -262,11 +262,11 @@ function decimalCheck(precision: number | undefined, scale: number | undefined):
       if (precision === undefined) return undefined
       if (Number.isInteger(value) && Math.abs(value) < bound) return undefined
       text = String(value)
+      if (plain?.test(text)) return undefined
     } else if (typeof value === 'string' && plain?.test(value)) return undefined
     else if (typeof value !== 'string' || !NUMBER_TEXT.test(value)) return `${describe(value)} is not a decimal number`
     else if (precision === undefined) return undefined
     else text = value
-    if (plain?.test(text)) return undefined
     const digits = decimalDigits(text)
     if (digits.integer > integerDigits!) return `${describe(value)} exceeds Decimal(${precision}, ${places}) (${integerDigits} integer digits)`
     if (digits.fraction > places) return `${describe(value)} has ${digits.fraction} decimal places, Decimal(${precision}, ${places}) allows ${places}`
