@@ -8,8 +8,9 @@
 //
 // Output: the engine run's lines as they come; the browser run's lines prefixed with `e2e │ `.
 // The closing line `N passed, N failed` adds up both runs from the counts test/helpers/summary-reporter.ts
-// writes (a run that ends without counts, or fails with `0 failed`, counts as 1 failed); with
-// VITEST_SUMMARY_FILE set, the sum is written there too (.ci/run reads it).
+// writes (a run that ends without counts, or fails with `0 failed`, counts as 1 failed), and above it
+// each failed test by name; with VITEST_SUMMARY_FILE set, the sum and the names are written there too
+// (.ci/run reads it).
 //
 // With arguments (`npm test -- test/unit/foo.test.ts`, `--project e2e`), one plain `vitest run` with them.
 import { spawn } from 'node:child_process'
@@ -60,17 +61,21 @@ async function runBoth() {
 
   const results = await Promise.all(ended)
   const total = { passed: 0, failed: 0, skipped: 0 }
+  const failures = []
   const lines = []
   for (const { run, code, signal, summary } of results) {
     let own = { passed: 0, failed: 0, skipped: 0 }
     try { own = { ...own, ...JSON.parse(readFileSync(summary, 'utf8')) } } catch { own.failed = 1 } // ended without counts
     if (code !== 0 && own.failed === 0) own.failed = 1
     for (const key of Object.keys(total)) total[key] += own[key]
+    for (const failure of own.failures ?? []) failures.push(`${run.name}: ${failure}`)
     lines.push(`${run.name} (${run.projects.join(', ')}): ${signal ?? `exit ${code}`}, ${own.passed} passed, ${own.failed} failed${own.skipped ? `, ${own.skipped} skipped` : ''}`)
   }
   rmSync(counts, { recursive: true, force: true })
   const closing = `${total.passed} passed, ${total.failed} failed${total.skipped ? `, ${total.skipped} skipped` : ''}`
-  process.stdout.write(`\n${lines.join('\n')}\n${closing}\n`)
-  if (process.env.VITEST_SUMMARY_FILE) writeFileSync(process.env.VITEST_SUMMARY_FILE, `${JSON.stringify(total)}\n`)
+  // the failed tests again at the end: the runs' own lists are far up in the interleaved output
+  const named = failures.map(failure => `failed: ${failure}\n`).join('')
+  process.stdout.write(`\n${named}${lines.join('\n')}\n${closing}\n`)
+  if (process.env.VITEST_SUMMARY_FILE) writeFileSync(process.env.VITEST_SUMMARY_FILE, `${JSON.stringify({ ...total, failures })}\n`)
   process.exitCode = total.failed || results.some(result => result.code !== 0) ? 1 : 0
 }

@@ -11,8 +11,12 @@
  * And when vitest ends the run as failed or sets a non-zero exit code, failed is at least 1.
  * Skipped stays what was skipped on purpose: `skip`/`todo`/`skipIf`, `ctx.skip()`, outside `only`.
  *
+ * Above the closing line, one `failed: <file> > <test>: <first line of its error>` line per failed
+ * test, so the tail of a long log (all CI shows) names what failed.
+ *
  * With `VITEST_SUMMARY_FILE` set, the same counts are also written there as JSON
- * (`{ passed, failed, skipped }`): .ci/run adds up its jobs (cds 10 and cds 9) into one closing line.
+ * (`{ passed, failed, skipped, failures }`, failures: those lines' texts): .ci/run adds up its jobs
+ * (cds 10 and cds 9) into one closing line and repeats the failures in its summary.
  */
 import { writeFileSync } from 'node:fs'
 import type { Reporter, SerializedError, TestCase, TestModule, TestRunEndReason, TestSuite, Vitest } from 'vitest/node'
@@ -23,6 +27,8 @@ export interface Summary {
   skipped: number
   /** modules and suites that errored, with how many of their tests did not run because of it */
   broken: Array<{ name: string; error: string; notRun: number }>
+  /** each failed or unfinished test: `<file> > <full name>: <first line of its first error>` */
+  failures: string[]
 }
 
 const errored = (entity: TestModule | TestSuite) => entity.errors().length > 0
@@ -60,7 +66,12 @@ export function summarize(modules: ReadonlyArray<TestModule>, unhandledErrors: R
   let failed = failedTests.size + failedOther + (countUnhandled ? unhandledErrors.length : 0)
   // whatever else made vitest fail the run (no test files, an error it reported elsewhere): never `0 failed`
   if (!failed && (reason !== 'passed' || Number(process.exitCode ?? 0) !== 0)) failed = 1
-  return { passed, failed, skipped, broken }
+  // tests not run because a suite around them errored are named by that suite's `error in` line
+  const failures = [...failedTests].filter(test => test.result().state !== 'skipped').map(test => {
+    const error = test.result().errors?.[0]?.message?.split('\n')[0]
+    return `${test.module.relativeModuleId} > ${test.fullName}: ${error ?? 'did not finish'}`
+  })
+  return { passed, failed, skipped, broken, failures }
 }
 
 export default class SummaryReporter implements Reporter {
@@ -71,11 +82,12 @@ export default class SummaryReporter implements Reporter {
   }
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>, reason: TestRunEndReason): void {
-    const { passed, failed, skipped, broken } = summarize(modules, unhandledErrors, reason, this.countUnhandled)
-    const lines = broken.map(b => `error in ${b.name}${b.notRun ? ` (${b.notRun} test${b.notRun === 1 ? '' : 's'} not run, counted as failed)` : ''}: ${b.error}`)
+    const { passed, failed, skipped, broken, failures } = summarize(modules, unhandledErrors, reason, this.countUnhandled)
+    const lines = failures.map(failure => `failed: ${failure}`)
+    lines.push(...broken.map(b => `error in ${b.name}${b.notRun ? ` (${b.notRun} test${b.notRun === 1 ? '' : 's'} not run, counted as failed)` : ''}: ${b.error}`))
     if (unhandledErrors.length && this.countUnhandled) lines.push(`unhandled errors: ${unhandledErrors.length} (counted as failed)`)
     process.stdout.write(`\n${lines.map(line => `${line}\n`).join('')}${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`)
     const file = process.env.VITEST_SUMMARY_FILE
-    if (file) writeFileSync(file, `${JSON.stringify({ passed, failed, skipped })}\n`)
+    if (file) writeFileSync(file, `${JSON.stringify({ passed, failed, skipped, failures })}\n`)
   }
 }

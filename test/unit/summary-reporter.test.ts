@@ -43,6 +43,9 @@ describe('summary reporter: the closing line', () => {
     expect(lines.some(line => line.startsWith('error in import-fails.spec-fixture.ts: ') && line.includes('does-not-exist')), output).toBe(true)
     expect(lines.some(line => line.startsWith('error in syntax-error.spec-fixture.ts: ')), output).toBe(true)
     expect(lines).toContain('unhandled errors: 1 (counted as failed)')
+    // each failed test is named above the closing line (a long log's tail is all CI shows)
+    expect(lines.find(line => line.startsWith('failed: fails.spec-fixture.ts > fails: ')), output).toMatch(/expected 1 to be 2/)
+    expect(lines.filter(line => line.startsWith('failed: before-all-throws')), output).toEqual([])
   }, 60_000)
 
   test('an unhandled error alone fails the line although every test passed', async () => {
@@ -63,7 +66,22 @@ describe('summary reporter: the closing line', () => {
       const file = path.join(dir, 'summary.json')
       const { lines, output } = await runFixtures('unhandled-error', { VITEST_SUMMARY_FILE: file })
       expect(lines.at(-1), output).toBe('1 passed, 1 failed')
-      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ passed: 1, failed: 1, skipped: 0 })
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ passed: 1, failed: 1, skipped: 0, failures: [] })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  test('VITEST_SUMMARY_FILE names each failed test with the first line of its error', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'summary-'))
+    try {
+      const file = path.join(dir, 'summary.json')
+      // matches fails.spec-fixture.ts and import-fails.spec-fixture.ts: a module error is not a failed test
+      const { lines, output } = await runFixtures('fails.spec', { VITEST_SUMMARY_FILE: file })
+      expect(lines.at(-1), output).toBe('1 passed, 2 failed')
+      const { failures } = JSON.parse(readFileSync(file, 'utf8'))
+      expect(failures, output).toHaveLength(1)
+      expect(failures[0]).toMatch(/^fails\.spec-fixture\.ts > fails: .*expected 1 to be 2/)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
