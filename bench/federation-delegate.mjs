@@ -26,23 +26,27 @@
  * floors of any HTTP answer from the consumer process: its OData service document and a 404 of
  * express for a path nothing serves (a miss over these is the most a hit could gain).
  *
+ * Under remote latency (bench/federation-latency.mjs, issue 24): a and c again with the provider
+ * holding each request BENCH_DELEGATE_LATENCY ms (default 50), target delegated ≤ 1.2 × direct + 5 ms.
+ *
  * Processes: the provider (test/fixtures/provider) and the consumer
- * (test/fixtures/federation-delegate, credentials through CDS_CONFIG) each in its own child.
- * Environment: BENCH_ITERATIONS=300 (per latency series; the expand series runs a tenth),
+ * (test/fixtures/federation-delegate, credentials through CDS_CONFIG) each in its own child; for
+ * the latency series a second consumer whose key lists go out in chunks of 100 keys.
+ * Environment: BENCH_ITERATIONS=300 (per loopback series; the expand series runs a tenth, the
+ * latency series min(100, this)), BENCH_DELEGATE_LATENCY=50, BENCH_DELEGATE_HANDSHAKE=1|0,
  * BENCH_NATIVE_FETCH=1|0 (set `cds.env.remote.native_fetch` in the consumer; default: CAP's
  * choice), BENCH_CONSUMER_CONFIG=<json> (`cds.requires['data-pipeline']` of the consumer),
  * BENCH_CPU_PROF=<dir> (one CPU profile of the consumer per measured series, see
- * federation-profile.cjs), BENCH_ONLY=single,filter,expand,cache (a subset; results not written).
+ * federation-profile.cjs), BENCH_ONLY=single,filter,expand,cache,latency (a subset; results not written).
  */
-import { spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { existsSync } from 'node:fs'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { QUIET, alternate, control, faults, get, mark, providerUrls, round, start, stat, stats, timed } from './federation-common.mjs'
+import { latencySeries, printLatency } from './federation-latency.mjs'
 
-const require = createRequire(import.meta.url)
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const ROOT = path.resolve(HERE, '..')
 const RESULTS = path.join(HERE, 'results', 'federation-delegate.json')
@@ -54,66 +58,13 @@ const S = '/odata/v4/federation'
 const RATIO_TARGET = 2
 const CACHE_TARGET = 10
 
-// request logs off: they would be measured too
-const QUIET = { log: { levels: { odata: 'warn', remote: 'error', cds: 'warn', federation: 'warn' } } }
-const now = () => performance.now()
-const round = (x, d = 2) => Number(x.toFixed(d))
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
-}
-const stat = times => ({ p50: round(quantile(times, 0.5)), p95: round(quantile(times, 0.95)) })
-
-async function start(dir, env = {}, nodeArgs = []) {
-  const serve = require.resolve('@sap/cds/bin/serve.js')
-  const child = spawn(process.execPath, [...nodeArgs, serve, '--port', '0'], { cwd: dir, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', CDS_CONFIG: JSON.stringify(QUIET), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${dir} did not start:\n${log}`)), 30_000)
-    const onData = chunk => {
-      if (log.length < 20_000) log += chunk.toString()
-      const match = /server listening on \{ url: '([^']+)'/.exec(log)
-      if (match) { clearTimeout(timer); resolve(match[1].replace('localhost', '127.0.0.1')) }
-    }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    child.on('exit', code => { clearTimeout(timer); reject(new Error(`${dir} exited with ${code}:\n${log}`)) })
-  })
-  const exited = new Promise(resolve => child.on('exit', resolve))
-  return { url, child, async stop() { if (child.exitCode === null) child.kill('SIGTERM'); await exited } }
-}
-
-async function control(base, action, data) {
-  const response = await fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
-  if (!response.ok) throw new Error(`${action}: ${response.status} ${await response.text()}`)
-}
-const stats = async base => await (await fetch(`${base}/odata/v4/control/stats()`)).json()
-
-async function get(url) {
-  const t0 = now()
-  const response = await fetch(url)
-  const body = await response.json()
-  if (!response.ok) throw new Error(`${url}: ${response.status} ${JSON.stringify(body)}`)
-  return { ms: now() - t0, body }
-}
-
-/** The provider URL(s) one consumer request caused, in order. */
-async function providerUrls(provider, consumerUrl) {
-  const before = (await stats(provider.url)).requests
-  await get(consumerUrl)
-  const after = await stats(provider.url)
-  return after.urls.slice(after.urls.length - (after.requests - before))
-}
-
-/**
- * Alternating series of `variants` (functions i → Promise<ms>), after a warm-up; returns the
- * times per variant.
- */
-async function alternate(variants, n, warmup = 20) {
-  for (let i = 0; i < warmup; i++) for (const run of variants) await run(i)
-  const times = variants.map(() => [])
-  for (let i = 0; i < n; i++) for (const [v, run] of variants.entries()) times[v].push(await run(i))
-  return times
+/** Local parents in a consumer: one review per remote book. */
+async function seedReviews(consumer) {
+  for (let from = 1; from <= PARENTS; from += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, i) => fetch(`${consumer.url}${S}/Reviews`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ID: from + i, rating: 3, book_ID: from + i }),
+    })))
+  }
 }
 
 function compare(name, directTimes, delegatedTimes, extra = {}) {
@@ -134,7 +85,6 @@ function localFloor(directTimes, delegatedTimes, localTimes) {
   return { localRead: local, floorP50: floor, overFloor: round(stat(delegatedTimes).p50 / floor) }
 }
 
-const mark = met => (met ? '✓' : '✗')
 
 async function main() {
   const profDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined
@@ -165,12 +115,7 @@ async function main() {
   const result = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, iterations: ITERATIONS, nativeFetch: nativeFetch ?? null, cases }
   try {
     await control(provider.url, 'seed', { from: 1, count: PARENTS })
-    // local parents: one review per remote book
-    for (let from = 1; from <= PARENTS; from += 50) {
-      await Promise.all(Array.from({ length: 50 }, (_, i) => fetch(`${consumer.url}${S}/Reviews`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ID: from + i, rating: 3, book_ID: from + i }),
-      })))
-    }
+    await seedReviews(consumer)
     const VARIANTS = 5
     /** Consumer URLs of one case and, for each, the provider URL it sends. */
     const pairOf = async consumerUrls => {
@@ -182,12 +127,13 @@ async function main() {
       }
       return direct
     }
-    const timed = url => async () => (await get(url)).ms
 
-    // a. single entity
+    // a. single entity (its URLs also for the latency series)
+    const singleUrls = runs('single') || runs('latency') ? Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books(${7 + v * 101})`) : []
+    const singleDirect = singleUrls.length ? await pairOf(singleUrls) : []
     if (runs('single')) {
-      const delegated = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Books(${7 + v * 101})`)
-      const direct = await pairOf(delegated)
+      const delegated = singleUrls
+      const direct = singleDirect
       const local = Array.from({ length: VARIANTS }, (_, v) => `${consumer.url}${S}/Reviews(${7 + v * 101})`)
       const [d, g, l] = await profiled('single', () => alternate([i => timed(direct[i % VARIANTS])(), i => timed(delegated[i % VARIANTS])(), i => timed(local[i % VARIANTS])()], ITERATIONS))
       cases.push(compare('single-entity read', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length), ...localFloor(d, g, l) }))
@@ -202,15 +148,18 @@ async function main() {
       cases.push(compare('$filter page (20 rows)', d, g, { consumerUrl: delegated[0].slice(consumer.url.length), providerUrl: direct[0].slice(provider.url.length), ...localFloor(d, g, l) }))
     }
 
-    // c. expand local → remote over 1,000 parents
+    // c. expand local → remote over 1,000 parents; direct: the local page, then one provider request
+    const expandUrls = {
+      delegated: `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID&$expand=book($select=name)`,
+      local: `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID`,
+      remote: `${provider.url}/odata/v4/catalog/Books?$select=ID,title&$filter=ID ge 1 and ID le ${PARENTS}&$orderby=ID&$top=${PARENTS}`,
+    }
     if (runs('expand')) {
-      const delegated = `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID&$expand=book($select=name)`
+      const { delegated, local, remote } = expandUrls
       const before = (await stats(provider.url)).requests
       const first = await get(delegated)
       const providerRequests = (await stats(provider.url)).requests - before
       if (first.body.value.length !== PARENTS || first.body.value.some(r => r.book?.ID !== r.ID || r.book?.name !== `Book ${r.ID}`)) throw new Error('expand result incomplete')
-      const local = `${consumer.url}${S}/Reviews?$top=${PARENTS}&$orderby=ID`
-      const remote = `${provider.url}/odata/v4/catalog/Books?$select=ID,title&$filter=ID ge 1 and ID le ${PARENTS}&$orderby=ID&$top=${PARENTS}`
       if ((await get(remote)).body.value.length !== PARENTS) throw new Error('direct expand floor incomplete')
       // what the provider alone spends on the plugin's key chunks (100 keys each, as CAP writes
       // them: an `or` chain of `ID eq …`), sent one after another without $batch
@@ -226,12 +175,12 @@ async function main() {
 
     // d. with 20 ms simulated remote latency (filter page; informational)
     if (runs('filter')) {
-      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 20 })
+      await faults(provider.url, { delay: 20 })
       const delegated = `${consumer.url}${S}/Books?$filter=stock lt 50 and name ne null&$orderby=ID&$top=20`
       const [direct] = await pairOf([delegated])
       const n = Math.min(ITERATIONS, 60)
       const [d, g] = await alternate([timed(direct), timed(delegated)], n, 5)
-      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
+      await faults(provider.url)
       result.withRemoteLatency20ms = { direct: stat(d), delegated: stat(g), ratio: { p50: round(stat(g).p50 / stat(d).p50), p95: round(stat(g).p95 / stat(d).p95) } }
     }
 
@@ -262,13 +211,30 @@ async function main() {
       const bound = { overServiceDocument: round(m.p50 / floors.serviceDocument.p50), overNotFound: round(m.p50 / floors.notFound.p50) }
       result.responseCache = { miss: m, hit: h, missOverHit: speedup, localRead20: stat(local), floors, missOverFloor: bound, target: `hits ≥ ${CACHE_TARGET}× faster at p50`, met: speedup.p50 >= CACHE_TARGET }
       // the same with 20 ms of remote latency (a provider that is not on loopback)
-      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 20 })
+      await faults(provider.url, { delay: 20 })
       const [slowMiss, slowHit] = await alternate([
         () => timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne ${200_000 + shape++}`)(),
         timed(`${consumer.url}${S}/CachedBooks?$filter=ID le 20 and ID ne 99999`),
       ], Math.min(ITERATIONS, 60), 5)
-      await control(provider.url, 'faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0 })
+      await faults(provider.url)
       result.responseCache.withRemoteLatency20ms = { miss: stat(slowMiss), hit: stat(slowHit), missOverHit: { p50: round(stat(slowMiss).p50 / stat(slowHit).p50), p95: round(stat(slowMiss).p95 / stat(slowHit).p95) } }
+    }
+
+    // f. a and c under remote latency (issue 24): a second consumer sends the key list in chunks
+    if (runs('latency')) {
+      const chunkedConfig = structuredClone(config)
+      const pipeline = (chunkedConfig.requires['data-pipeline'] ??= {})
+      pipeline.federation = { ...pipeline.federation, keyChunkSize: 100 }
+      const chunking = await start(path.join(ROOT, 'test/fixtures/federation-delegate'), { CDS_CONFIG: JSON.stringify(chunkedConfig) })
+      try {
+        await seedReviews(chunking)
+        const chunked = expandUrls.delegated.replace(consumer.url, chunking.url)
+        const check = await get(chunked)
+        if (check.body.value.length !== PARENTS || check.body.value.some(r => r.book?.name !== `Book ${r.ID}`)) throw new Error('chunked expand result incomplete')
+        result.withRemoteLatency = await profiled('latency', () => latencySeries({ provider, iterations: ITERATIONS, single: { delegated: singleUrls, direct: singleDirect }, expand: expandUrls, chunked }))
+      } finally {
+        await chunking.stop()
+      }
     }
 
     console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
@@ -297,6 +263,7 @@ async function main() {
       const w = r.withRemoteLatency20ms
       console.log('  with 20 ms remote latency: miss %s / %s ms, hit %s / %s ms → hits %s× / %s× faster', w.miss.p50, w.miss.p95, w.hit.p50, w.hit.p95, w.missOverHit.p50, w.missOverHit.p95)
     }
+    if (result.withRemoteLatency) printLatency(result.withRemoteLatency, mark)
     if (!ONLY) {
       await mkdir(path.dirname(RESULTS), { recursive: true })
       await writeFile(RESULTS, JSON.stringify(result, null, 2) + '\n')

@@ -94,16 +94,30 @@ export interface ProviderControl {
   seed(data: { from?: number; count: number; modifiedAt?: string; author?: string }): Promise<void>
   touch(data: { from: number; count?: number; modifiedAt?: string; title?: string }): Promise<void>
   reset(): Promise<void>
-  /** `serial`: `delay` is the time of each request served one after another (a single-threaded provider), not a round trip. */
-  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number; serial?: boolean }): Promise<void>
-  /** `maxInFlight`: the most counted requests open at once; `times`: arrival (ms) and injected status of the last 200. */
-  stats(): Promise<{ requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }>
+  /**
+   * `serial`: `delay` is the time of each request served one after another (a single-threaded provider), not a round trip;
+   * `handshake`: the first request on a new connection waits one `delay` more (a TCP handshake).
+   */
+  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number; serial?: boolean; handshake?: boolean }): Promise<void>
+  /**
+   * `maxInFlight`: the most counted requests open at once; `times`: arrival (ms) and injected status of the last 200;
+   * `connections`: counted requests that came first on a new connection.
+   */
+  stats(): Promise<ProviderStats>
   /** Caps the provider's page size (0 = off); it then pages server-side with next links. */
   pageLimit(max: number): Promise<void>
   books(query?: string): Promise<Array<Record<string, unknown>>>
   /** Items from..from+count-1 (deletes tests), and their removal. */
   seedItems(data: { from?: number; count: number; modifiedAt?: string }): Promise<void>
   removeItems(data: { from: number; count?: number }): Promise<void>
+}
+
+export interface ProviderStats {
+  requests: number
+  urls: string[]
+  maxInFlight: number
+  times: Array<{ at: number; status: number }>
+  connections: number
 }
 
 export function providerControl(base: string): ProviderControl {
@@ -118,10 +132,10 @@ export function providerControl(base: string): ProviderControl {
     pageLimit: max => post('pageLimit', { max }),
     seedItems: data => post('seedItems', data),
     removeItems: data => post('removeItems', data),
-    faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, serial: false, ...data }),
+    faults: data => post('faults', { status: 0, count: 0, after: 0, retryAfter: 0, delay: 0, serial: false, handshake: false, ...data }),
     async stats() {
       const response = await fetch(`${base}/odata/v4/control/stats()`)
-      return (await response.json()) as { requests: number; urls: string[]; maxInFlight: number; times: Array<{ at: number; status: number }> }
+      return (await response.json()) as ProviderStats
     },
     async books(query = '') {
       const response = await fetch(`${base}/odata/v4/catalog/Books${query}`)

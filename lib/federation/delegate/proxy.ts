@@ -145,7 +145,9 @@ async function federatedRead(srv: ApplicationService, req: Request, next: Next):
   const result = info ? await readRemote(info, select) : await next()
   const roots = rowsOf(result)
   if (roots.length) {
-    for (const stitch of plan.stitches) await applyStitch(srv, roots, stitch, { rewrite: (e, w) => rewriter.rewrite(e, w) })
+    // at once: each stitch's parents come from this read alone, so expands into two remotes (or
+    // a remote and the database) cost one round trip, not one per expand
+    await Promise.all(plan.stitches.map(stitch => applyStitch(srv, roots, stitch, { rewrite: (e, w) => rewriter.rewrite(e, w) })))
     stripAdded(roots, plan.added)
   }
   return result
