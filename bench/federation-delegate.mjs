@@ -237,7 +237,7 @@ async function main() {
       }
     }
 
-    console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
+    if (cases.length) console.log('\n%s  %s  %s  %s', 'case'.padEnd(38), 'direct p50 / p95 ms'.padEnd(21), 'delegated p50 / p95 ms'.padEnd(24), 'ratio p50 / p95')
     for (const c of cases) {
       console.log('%s  %s  %s  %s× / %s×  %s (≤ %s×)', c.name.padEnd(38), `${c.direct.p50} / ${c.direct.p95}`.padEnd(21), `${c.delegated.p50} / ${c.delegated.p95}`.padEnd(24), c.ratio.p50, c.ratio.p95, mark(c.met), RATIO_TARGET)
     }

@@ -85,6 +85,7 @@ export function printLatency(series, mark) {
   for (const c of series.cases) {
     console.log('%s  %s  %s  %s  %s  %s', c.name.padEnd(38), `${c.direct.p50} / ${c.direct.p95}`.padEnd(25), `${c.delegated.p50} / ${c.delegated.p95}`.padEnd(20), `${c.ratio.p50}× / ${c.ratio.p95}×`.padEnd(16), `${c.bound.p50} / ${c.bound.p95}`, mark(c.met))
     const p = c.provider
-    console.log('    one delegated read: %d provider request(s), arrivals within %d ms (%s), %d new connection(s), %d $metadata', p.requests, p.spreadMs, p.requests < 2 ? 'one round trip' : p.spreadMs < series.latencyMs ? 'in flight together' : 'one after another', p.connections, p.metadata)
+    const overlap = p.requests < 2 ? 'one round trip' : !series.latencyMs ? 'no latency to tell overlap by' : p.spreadMs < series.latencyMs ? 'in flight together' : 'one after another'
+    console.log('    one delegated read: %d provider request(s), arrivals within %d ms (%s), %d new connection(s), %d $metadata', p.requests, p.spreadMs, overlap, p.connections, p.metadata)
   }
 }
