@@ -44,7 +44,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { QUIET, alternate, control, faults, get, mark, providerUrls, round, start, stat, stats, timed } from './federation-common.mjs'
+import { QUIET, alternate, control, faults, get, mark, now, providerUrls, round, start, stat, stats, timed } from './federation-common.mjs'
 import { latencySeries, printLatency } from './federation-latency.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -231,7 +231,9 @@ async function main() {
         const chunked = expandUrls.delegated.replace(consumer.url, chunking.url)
         const check = await get(chunked)
         if (check.body.value.length !== PARENTS || check.body.value.some(r => r.book?.name !== `Book ${r.ID}`)) throw new Error('chunked expand result incomplete')
-        result.withRemoteLatency = await profiled('latency', () => latencySeries({ provider, iterations: ITERATIONS, single: { delegated: singleUrls, direct: singleDirect }, expand: expandUrls, chunked }))
+        // the chunks as the provider received them, to send them straight (all at once) for a floor
+        const chunkUrls = (await providerUrls(provider, chunked)).map(u => `${provider.url}${u}`)
+        result.withRemoteLatency = await profiled('latency', () => latencySeries({ provider, iterations: ITERATIONS, single: { delegated: singleUrls, direct: singleDirect }, expand: expandUrls, chunked: { delegated: chunked, direct: chunkUrls } }))
       } finally {
         await chunking.stop()
       }

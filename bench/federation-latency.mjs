@@ -13,12 +13,14 @@
  *      then one provider request for the 1,000 books (one after the other);
  *   c'. the same expand from a second consumer whose key list goes out in 10 chunks of 100 keys
  *      (`federation.keyChunkSize: 100`; the shape of 1,000 UUID keys at the default `keyListLength`):
- *      chunks sent one after another would cost 10 latencies, in parallel one.
+ *      chunks sent one after another would cost 10 latencies, in parallel one. Its floor beside
+ *      the target: the local page, then the same 10 provider requests sent straight, all at once
+ *      (what the provider alone spends serving 10 requests instead of one).
  * Target per case: delegated ≤ 1.2 × direct + 5 ms at p50 and at p95 (direct is the floor).
  * Beside it: the provider requests of one delegated read, the connections it opened, and the spread
  * of their arrival times (below one latency: they were in flight together).
  */
-import { alternate, faults, get, round, stat, stats, timed } from './federation-common.mjs'
+import { alternate, faults, get, now, round, stat, stats, timed } from './federation-common.mjs'
 
 export const LATENCY = Math.max(0, Number(process.env.BENCH_DELEGATE_LATENCY ?? 50))
 const HANDSHAKE = process.env.BENCH_DELEGATE_HANDSHAKE !== '0'
@@ -67,10 +69,17 @@ export async function latencySeries({ provider, iterations, single, expand, chun
     if (expand) {
       const direct = async () => (await timed(expand.local)()) + (await timed(expand.remote)())
       const variants = [direct, timed(expand.delegated)]
-      if (chunked) variants.push(timed(chunked))
-      const [d, g, c] = await alternate(variants, n, 3)
+      if (chunked) {
+        const allAtOnce = async () => {
+          const t0 = now()
+          await Promise.all(chunked.direct.map(url => get(url)))
+          return now() - t0
+        }
+        variants.push(timed(chunked.delegated), async () => (await timed(expand.local)()) + (await allAtOnce()))
+      }
+      const [d, g, c, f] = await alternate(variants, n, 3)
       cases.push(judge('local → remote $expand, 1000 parents', d, g, { iterations: n, provider: await probe(provider, expand.delegated) }))
-      if (c) cases.push(judge('  the same in 10 key chunks', d, c, { iterations: n, provider: await probe(provider, chunked) }))
+      if (c) cases.push(judge(`  the same in ${chunked.direct.length} key chunks`, d, c, { iterations: n, provider: await probe(provider, chunked.delegated), chunkFloor: stat(f) }))
     }
   } finally {
     await faults(provider.url)
@@ -86,6 +95,7 @@ export function printLatency(series, mark) {
     console.log('%s  %s  %s  %s  %s  %s', c.name.padEnd(38), `${c.direct.p50} / ${c.direct.p95}`.padEnd(25), `${c.delegated.p50} / ${c.delegated.p95}`.padEnd(20), `${c.ratio.p50}× / ${c.ratio.p95}×`.padEnd(16), `${c.bound.p50} / ${c.bound.p95}`, mark(c.met))
     const p = c.provider
     const overlap = p.requests < 2 ? 'one round trip' : !series.latencyMs ? 'no latency to tell overlap by' : p.spreadMs < series.latencyMs ? 'in flight together' : 'one after another'
+    if (c.chunkFloor) console.log('    floor of %d requests: the local page, then the same provider requests sent straight, all at once: %s / %s ms (delegated %s× / %s× that)', p.requests, c.chunkFloor.p50, c.chunkFloor.p95, round(c.delegated.p50 / c.chunkFloor.p50), round(c.delegated.p95 / c.chunkFloor.p95))
     console.log('    one delegated read: %d provider request(s), arrivals within %d ms (%s), %d new connection(s), %d $metadata', p.requests, p.spreadMs, overlap, p.connections, p.metadata)
   }
 }
