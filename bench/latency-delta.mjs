@@ -106,6 +106,7 @@ export async function measureCells({ session, proxy, provider, n, latency, paral
   delta.floor = floorOf(deltaServe, deltaServe.pages)
 
   const noChange = await cell({})
+  if (noChange.requests !== 1) console.error(`✗ N=${n} ${latency} ms parallel ${parallel}: a no-change delta made ${noChange.requests} provider requests, not one: ${noChange.urls.join(' ')}`)
   const one = noChange.urls[0]
   const serveOne = await atZero(async () => { const t0 = now(); await (await fetch(`${proxy.url}${one}`)).json(); return { ms: now() - t0 } })
   noChange.floor = floorOf(serveOne, 1)
@@ -151,7 +152,7 @@ export function cellRunner(cds, engine, name) {
 /** One line per cell: its time, floor, ratios, round-trip bound, requests and CPU. */
 export function cellLine(n, latency, parallel, round, name, c) {
   const k = c.kinds
-  return `  N=${n} ${latency} ms round ${round} parallel ${parallel} ${name}: ${fixed(c.cellMs)} ms${name === 'sweep' ? ` (run ${fixed(c.ms)} ms)` : ''} (floor ${fixed(c.floor.floorMs)} ms = ${c.floor.pages} pages × ${latency} + serving ${fixed(c.floor.serveMs)}: ×${fixed(c.cellMs / c.floor.floorMs, 2)}; round trips of a partitioned read ≥ ${fixed(c.floor.roundTripMs)} ms: ×${fixed(c.floor.roundTripMs / c.floor.floorMs, 2)}), ${c.requests} requests (${k.count} count + ${k.sample} samples + ${k.page} pages${k.metadata ? ` + ${k.metadata} $metadata` : ''}, ${k.empty} empty), ≤ ${c.maxInFlight} in flight, CPU provider ${fixed(c.cpu.provider)} / consumer ${fixed(c.cpu.consumer)} ms, ${JSON.stringify(c.statistics)}`
+  return `  N=${n} ${latency} ms round ${round} parallel ${parallel} ${name}: ${fixed(c.cellMs)} ms${name === 'sweep' ? ` (run ${fixed(c.ms)} ms)` : ''} (floor ${fixed(c.floor.floorMs)} ms = ${c.floor.pages} pages × ${latency} + serving ${fixed(c.floor.serveMs)}: ×${fixed(c.cellMs / c.floor.floorMs, 2)}; ${parallel > 1 ? 'round trips of a partitioned read' : 'its round trips'} ≥ ${fixed(c.floor.roundTripMs)} ms: ×${fixed(c.floor.roundTripMs / c.floor.floorMs, 2)}), ${c.requests} requests (${k.count} count + ${k.sample} samples + ${k.page} pages${k.metadata ? ` + ${k.metadata} $metadata` : ''}, ${k.empty} empty), ≤ ${c.maxInFlight} in flight, CPU provider ${fixed(c.cpu.provider)} / consumer ${fixed(c.cpu.consumer)} ms, ${JSON.stringify(c.statistics)}`
 }
 
 const CELLS = [['delta', '5 % delta'], ['sweep', 'key sweep (1 % gone)'], ['noChange', 'no-change delta']]

@@ -18,14 +18,25 @@
  * takes at least max(provider CPU, consumer CPU, all CPU / cores) — printed as the lowest ratio
  * this machine allows. Output: a table and bench/results/latency.json.
  *
+ * After each copy the same consumer process (pipeline in delta mode, timestamp watermark on the
+ * provider's modifiedAt, the copy's `parallel`) runs three more cells through the same proxy
+ * (bench/latency-delta.mjs): a delta after 5 % of the rows changed, a deletes key sweep
+ * (`deletes: { sweep: 'always' }`) after 1 % were deleted at the provider, and a no-change delta
+ * (checked to be exactly one request) — each beside its own floor, measured in the same round
+ * (the plain sequential read of the changed rows, of the key-only pages, of the one request), the
+ * ratio and ✓/✗ against issue 24's targets at 50 ms (delta ≤ 0.3, sweep ≤ 0.25 × floor).
+ *
  * Environment:
  *   BENCH_LATENCY_SIZES=100000   rows (quick run: 20000)
  *   BENCH_LATENCIES=0,20,50,100  ms added per request
  *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
  *   BENCH_ROUNDS=2               rounds (medians)
  *   BENCH_LIVE_HEAP=1            heap peak of live data (a forced GC every 250 ms) instead of the sampled heap
- *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
- *                                machine's other load is below that many cores
+ *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy and timed cell, wait up to that many
+ *                                seconds until the machine's other load is below that many cores
+ *   BENCH_LATENCY_CELLS=0        the copies only (no delta, sweep and no-change cells)
+ *   BENCH_TIMELINE=1             each cell's requests as the proxy saw them (kind, arrival → forwarded → answered)
+ *   BENCH_WATERMARK_INDEX=1      an index on the provider's (modifiedAt, ID) (by default the fixture has none)
  */
 import { createRequire } from 'node:module'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -180,6 +191,7 @@ async function main() {
     for (const n of sizes) {
       const providerDb = path.join(tmp, `provider-${n}.db`)
       await deployApp(PROVIDER_DIR, sqliteEnv(providerDb))
+      if (process.env.BENCH_WATERMARK_INDEX === '1') await watermarkIndex(providerDb)
       const provider = await startProvider({ dbFile: providerDb })
       const proxy = await latencyProxy(provider.url)
       try {
@@ -255,6 +267,16 @@ async function main() {
     await rm(tmp, { recursive: true, force: true })
   }
   report(results, parallels)
+}
+
+/**
+ * BENCH_WATERMARK_INDEX=1: an index on the provider's (modifiedAt, ID), as a provider serving
+ * deltas may have; without it every delta page, boundary sample and range scans and sorts the table.
+ */
+async function watermarkIndex(file) {
+  const { DatabaseSync } = await import('node:sqlite')
+  const db = new DatabaseSync(file)
+  try { db.exec('CREATE INDEX bench_watermark ON provider_BenchItems (modifiedAt, ID)') } finally { db.close() }
 }
 
 /**
