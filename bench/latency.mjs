@@ -224,6 +224,7 @@ async function main() {
               const floorNow = raw.pages * latency + serve.ms
               const cpuFloor = cpuFloorOf(cpu)
               const kinds = { ...proxy.state.kinds }
+              if (process.env.BENCH_TIMELINE === '1') console.log(`    copy, first requests: ${proxy.state.timeline.slice(0, 16).map(e => `${e.kind} ${fixed(e.at)}→${fixed(e.forwarded)}→${fixed(e.ended)}`).join(', ')}`)
               ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
               console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty${kinds.sample ? `; slowest sample ${fixed(proxy.state.sampleMs)} ms at the provider` : ''}), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
               try {

@@ -26,6 +26,7 @@ import { currentRun } from '../../runs/index.js'
 import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
 import { RequestSlots, inProcessSlot } from './slots.js'
 import { Concurrency } from './governor.js'
+import { underway, watchRequests } from './on-the-wire.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
 import type { DataRecord, RetryConfig } from '../../pipeline/types.js'
@@ -132,10 +133,12 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   if (read.progress) countSegment(read.progress, count)
   const { order } = segment
   const last = first.records[first.records.length - 1]
-  // boundaries: the key at each position, one row per request, sent before the first page is
-  // handed on (written while they travel)
+  // boundaries: the key at each position, one row per request, all on the wire before the first
+  // page is handed on (written while they travel; its write would hold back those not yet sent)
+  const wire = watchRequests(boundaryPositions(count!, ranges, top, top).length)
   const samples = sampleBoundaries(sender, segment, count!, ranges, top, top)
   samples.catch(() => undefined) // surfaced below
+  await underway(samples, wire)
   const ledger = new RangeLedger()
   yield tagBatch(first.records, ledger, 0)
   ledger.end(0)
