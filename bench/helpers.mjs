@@ -96,27 +96,81 @@ export function postgresCpuMs() {
   return total
 }
 
+/** Forks `file --worker` in the consumer fixture's folder (or `cwd`) with `options` in BENCH_OPTIONS. */
+function forkWorker(file, options, { cwd = CONSUMER_DIR, env = {} } = {}) {
+  const child = fork(file, ['--worker'], {
+    cwd,
+    execPath: process.execPath,
+    execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
+    env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env, BENCH_OPTIONS: JSON.stringify(options) },
+    // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
+    stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
+  })
+  child.stdout?.resume()
+  child.on('message', message => { if (message.type === 'progress') console.log(`  ${message.text}`) })
+  return child
+}
+
 /**
- * Forks `file --worker` in the consumer fixture's folder (or `cwd`) with `options` in BENCH_OPTIONS;
- * prints its `progress` messages and resolves with its `result` message.
+ * Forks `file --worker` (see forkWorker); prints its `progress` messages and resolves with its
+ * `result` message once it exited.
  */
-export function runWorker(file, options, { cwd = CONSUMER_DIR, env = {} } = {}) {
+export function runWorker(file, options, where = {}) {
   return new Promise((resolve, reject) => {
-    const child = fork(file, ['--worker'], {
-      cwd,
-      execPath: process.execPath,
-      execArgv: [...process.execArgv, '--expose-gc', '--disable-warning=ExperimentalWarning', ...(process.env.BENCH_NODE_OPTIONS ? process.env.BENCH_NODE_OPTIONS.split(' ') : [])],
-      env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '', ...env, BENCH_OPTIONS: JSON.stringify(options) },
-      // the consumer's CAP start-up log only with BENCH_VERBOSE=1; warnings and errors always
-      stdio: ['ignore', process.env.BENCH_VERBOSE ? 'inherit' : 'pipe', 'inherit', 'ipc'],
-    })
-    child.stdout?.resume()
+    const child = forkWorker(file, options, where)
     let result
-    child.on('message', message => {
-      if (message.type === 'progress') console.log(`  ${message.text}`)
-      if (message.type === 'result') result = message.result
-    })
+    child.on('message', message => { if (message.type === 'result') result = message.result })
     child.on('exit', code => (result ? resolve(result) : reject(new Error(`bench worker exited with ${code} and no result`))))
+  })
+}
+
+/**
+ * A worker that stays after its `result` (see forkWorker): resolves with that result and
+ * `request(body)`, which sends `{ type: 'request', id, body }` and resolves with the worker's
+ * `{ type: 'reply', id, result }` (rejects on `error`); `close()` sends `{ type: 'close' }` and
+ * waits for the exit.
+ */
+export function startWorker(file, options, where = {}) {
+  return new Promise((resolve, reject) => {
+    const child = forkWorker(file, options, where)
+    const pending = new Map()
+    let next = 0
+    let started = false
+    const exited = new Promise(done => child.on('exit', done))
+    child.on('message', message => {
+      if (message.type === 'result' && !started) {
+        started = true
+        resolve({
+          result: message.result,
+          request: body => new Promise((ok, fail) => { pending.set(++next, { ok, fail }); child.send({ type: 'request', id: next, body }) }),
+          close: () => { if (child.exitCode === null) child.send({ type: 'close' }); return exited },
+        })
+      }
+      if (message.type === 'reply') {
+        const waiter = pending.get(message.id)
+        pending.delete(message.id)
+        if (message.error) waiter?.fail(new Error(message.error))
+        else waiter?.ok(message.result)
+      }
+    })
+    child.on('exit', code => {
+      const error = new Error(`bench worker exited with ${code}`)
+      for (const waiter of pending.values()) waiter.fail(error)
+      if (!started) reject(new Error(`bench worker exited with ${code} and no result`))
+    })
+  })
+}
+
+/** The worker's side of startWorker: answers each request with `handle(body)` until told to close. */
+export function serveRequests(handle) {
+  process.on('message', async message => {
+    if (message.type === 'close') return setTimeout(() => process.exit(0), 20)
+    if (message.type !== 'request') return
+    try {
+      process.send({ type: 'reply', id: message.id, result: await handle(message.body) })
+    } catch (error) {
+      process.send({ type: 'reply', id: message.id, error: String(error?.stack ?? error) })
+    }
   })
 }
 

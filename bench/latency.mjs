@@ -18,14 +18,25 @@
  * takes at least max(provider CPU, consumer CPU, all CPU / cores) — printed as the lowest ratio
  * this machine allows. Output: a table and bench/results/latency.json.
  *
+ * After each copy the same consumer process (pipeline in delta mode, timestamp watermark on the
+ * provider's modifiedAt, the copy's `parallel`) runs three more cells through the same proxy
+ * (bench/latency-delta.mjs): a delta after 5 % of the rows changed, a deletes key sweep
+ * (`deletes: { sweep: 'always' }`) after 1 % were deleted at the provider, and a no-change delta
+ * (checked to be exactly one request) — each beside its own floor, measured in the same round
+ * (the plain sequential read of the changed rows, of the key-only pages, of the one request), the
+ * ratio and ✓/✗ against issue 24's targets at 50 ms (delta ≤ 0.3, sweep ≤ 0.25 × floor).
+ *
  * Environment:
  *   BENCH_LATENCY_SIZES=100000   rows (quick run: 20000)
  *   BENCH_LATENCIES=0,20,50,100  ms added per request
  *   BENCH_PARALLEL=1,4,8         settings of `parallel` measured (1 = sequential)
  *   BENCH_ROUNDS=2               rounds (medians)
  *   BENCH_LIVE_HEAP=1            heap peak of live data (a forced GC every 250 ms) instead of the sampled heap
- *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy, wait up to that many seconds until the
- *                                machine's other load is below that many cores
+ *   BENCH_QUIET_WAIT=20 / BENCH_QUIET_CORES=0.5  before each copy and timed cell, wait up to that many
+ *                                seconds until the machine's other load is below that many cores
+ *   BENCH_LATENCY_CELLS=0        the copies only (no delta, sweep and no-change cells)
+ *   BENCH_TIMELINE=1             each cell's requests as the proxy saw them (kind, arrival → forwarded → answered)
+ *   BENCH_WATERMARK_INDEX=1      an index on the provider's (modifiedAt, ID) (by default the fixture has none)
  */
 import { createRequire } from 'node:module'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -36,7 +47,8 @@ import vm from 'node:vm'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, processCpuMs, runWorker, sqliteEnv, startProvider } from './helpers.mjs'
+import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, processCpuMs, serveRequests, sqliteEnv, startProvider, startWorker } from './helpers.mjs'
+import { cellLine, cellReport, cellRunner, measureCells, summarize } from './latency-delta.mjs'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '..')
@@ -47,6 +59,7 @@ const TARGET = 'consumer.BenchItems'
 const COLUMNS = ['ID', 'name', 'description', 'category', 'quantity', 'price', 'weight', 'active', 'validFrom', 'createdAt', 'modifiedAt']
 const MB = 1024 * 1024
 const TARGETS = { at50: 0.25, at0: 1.05 }
+const CELLS = process.env.BENCH_LATENCY_CELLS !== '0'
 
 const now = () => performance.now()
 const list = (value, fallback) => (value ?? fallback).split(',').map(Number).filter(x => Number.isFinite(x) && x >= 0)
@@ -65,15 +78,20 @@ else await main()
 function latencyProxy(target) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
   const upstream = new URL(target)
-  const state = { ms: 0, requests: 0, bytes: 0, inFlight: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }
+  // timeline: each request's kind, arrival, forwarding and end (ms since the reset), answer bytes
+  const fresh = () => ({ requests: 0, bytes: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0, metadata: 0 }, urls: [], t0: now(), timeline: [] })
+  const state = { ms: 0, inFlight: 0, ...fresh() }
   const server = http.createServer((req, res) => {
     state.requests++
     // what each request is: the first page asking for the count, a one-row boundary sample, a page
     // (an answer without rows — a range's end — counted as `empty` once it arrived)
     const url = decodeURIComponent(req.url)
-    const kind = /\$count=true|\$inlinecount/.test(url) ? 'count' : /\$top=1&|\$top=1$/.test(url) && url.includes('$skip=') ? 'sample' : 'page'
+    const kind = url.includes('/$metadata') ? 'metadata' : /\$count=true|\$inlinecount/.test(url) ? 'count' : /\$top=1&|\$top=1$/.test(url) && url.includes('$skip=') ? 'sample' : 'page'
     state.kinds[kind]++
+    if (state.urls.length < 8) state.urls.push(req.url) // the first requests (a no-change delta's one)
     let answered = 0
+    const entry = { kind, at: now() - state.t0 }
+    state.timeline.push(entry)
     state.inFlight++
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
     res.once('close', () => { state.inFlight-- })
@@ -82,11 +100,13 @@ function latencyProxy(target) {
     let forwarded = 0
     req.on('end', () => setTimeout(() => {
       forwarded = now()
+      entry.forwarded = forwarded - state.t0
       const forward = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host }, agent }, answer => {
         res.writeHead(answer.statusCode, answer.headers)
         answer.on('data', chunk => { state.bytes += chunk.length; answered += chunk.length })
         answer.on('end', () => {
-          if (kind === 'page' && answered < 400) state.kinds.empty++
+          if ((kind === 'page' || kind === 'count') && answered < 400) state.kinds.empty++
+          Object.assign(entry, { ended: now() - state.t0, bytes: answered })
           // the provider's time for a boundary sample (it skips up to n rows)
           if (kind === 'sample') state.sampleMs = Math.max(state.sampleMs, now() - forwarded)
         })
@@ -98,7 +118,7 @@ function latencyProxy(target) {
   })
   return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
     url: `http://127.0.0.1:${server.address().port}`, state,
-    reset() { Object.assign(state, { requests: 0, bytes: 0, maxInFlight: 0, sampleMs: 0, kinds: { count: 0, sample: 0, page: 0, empty: 0 } }) },
+    reset() { Object.assign(state, fresh()) },
     close: () => { agent.destroy(); server.closeAllConnections(); return new Promise(done => server.close(done)) },
   })))
 }
@@ -171,6 +191,7 @@ async function main() {
     for (const n of sizes) {
       const providerDb = path.join(tmp, `provider-${n}.db`)
       await deployApp(PROVIDER_DIR, sqliteEnv(providerDb))
+      if (process.env.BENCH_WATERMARK_INDEX === '1') await watermarkIndex(providerDb)
       const provider = await startProvider({ dbFile: providerDb })
       const proxy = await latencyProxy(provider.url)
       try {
@@ -195,15 +216,27 @@ async function main() {
               await quiet()
               proxy.reset()
               const cpu0 = { provider: processCpuMs(provider.child.pid), proxy: process.cpuUsage() }
-              const measured = await runWorker(SELF, { n, parallel, providerUrl: proxy.url }, { env: sqliteEnv(file) })
+              const session = await startWorker(SELF, { n, parallel, providerUrl: proxy.url, cells: CELLS }, { env: sqliteEnv(file) })
+              const measured = session.result
               // CPU of the copy: provider (its serving), proxy (this process) and consumer (the worker, measured there)
               const proxyCpu = process.cpuUsage(cpu0.proxy)
               const cpu = { provider: processCpuMs(provider.child.pid) - cpu0.provider, proxy: (proxyCpu.user + proxyCpu.system) / 1000, consumer: measured.cpuMs }
               const floorNow = raw.pages * latency + serve.ms
               const cpuFloor = cpuFloorOf(cpu)
               const kinds = { ...proxy.state.kinds }
+              if (process.env.BENCH_TIMELINE === '1') console.log(`    copy, first requests: ${proxy.state.timeline.slice(0, 16).map(e => `${e.kind} ${fixed(e.at)}→${fixed(e.forwarded)}→${fixed(e.ended)}`).join(', ')}`)
               ;(cells[parallel] ??= []).push({ ...measured, cpu, cpuFloor, kinds, floor: floorNow, requests: proxy.state.requests, maxInFlight: proxy.state.maxInFlight })
               console.log(`  N=${n} ${latency} ms round ${r + 1}: parallel ${parallel} ${fixed(measured.ms)} ms (floor this round ${fixed(floorNow)} ms: ×${fixed(measured.ms / floorNow, 2)}; CPU floor ${fixed(cpuFloor)} ms: copy ×${fixed(measured.ms / cpuFloor, 2)} of it), CPU provider ${fixed(cpu.provider)} / consumer ${fixed(cpu.consumer)} / proxy ${fixed(cpu.proxy)} ms (per page ${fixed(cpu.provider / raw.pages, 2)} / ${fixed(cpu.consumer / raw.pages, 2)}), peak RSS ${fixed(measured.rssMB, 1)} MB (heap peak +${fixed(measured.heapMB, 1)} MB, retained after GC ${fixed(measured.retainedMB, 1)} MB), ${proxy.state.requests} requests (${kinds.count} count + ${kinds.sample} samples + ${kinds.page} pages, ${kinds.empty} of them empty${kinds.sample ? `; slowest sample ${fixed(proxy.state.sampleMs)} ms at the provider` : ''}), ≤ ${proxy.state.maxInFlight} in flight${measured.reduced ? `, ${measured.reduced}` : ''}${measured.levels ? `, ${measured.levels}` : ''}`)
+              try {
+                // the delta cells in the same consumer, after its copy (latency-delta.mjs)
+                if (CELLS) {
+                  const measuredCells = await measureCells({ session, proxy, provider, n, latency, parallel, columns: COLUMNS, quiet })
+                  ;(cells[`cells${parallel}`] ??= []).push(measuredCells)
+                  for (const [key, c] of Object.entries(measuredCells)) console.log(cellLine(n, latency, parallel, r + 1, key, c))
+                }
+              } finally {
+                await session.close()
+              }
               await rm(file, { force: true })
             }
           }
@@ -221,6 +254,7 @@ async function main() {
               cpuFloorMs: median(runs.map(x => x.cpuFloor)),
               kinds: runs.at(-1).kinds,
               maxInFlight: Math.max(...runs.map(x => x.maxInFlight)),
+              cells: CELLS ? summarize(cells[`cells${parallel}`]) : undefined,
             }
           }
           results.push(row)
@@ -234,6 +268,16 @@ async function main() {
     await rm(tmp, { recursive: true, force: true })
   }
   report(results, parallels)
+}
+
+/**
+ * BENCH_WATERMARK_INDEX=1: an index on the provider's (modifiedAt, ID), as a provider serving
+ * deltas may have; without it every delta page, boundary sample and range scans and sorts the table.
+ */
+async function watermarkIndex(file) {
+  const { DatabaseSync } = await import('node:sqlite')
+  const db = new DatabaseSync(file)
+  try { db.exec('CREATE INDEX bench_watermark ON provider_BenchItems (modifiedAt, ID)') } finally { db.close() }
 }
 
 /**
@@ -286,6 +330,11 @@ function report(results, parallels) {
     }
   }
   console.log(`\n${table(results, parallels)}\n`)
+  if (CELLS) {
+    const cells = cellReport(results, parallels)
+    console.log(`${cells.table}\n`)
+    checks.push(...cells.checks)
+  }
   for (const [what, value, target, ok] of checks) console.log(`${ok ? '✓' : '✗'} ${what}: ${fixed(value, 2)} (${target})`)
   return mkdir(path.dirname(RESULTS), { recursive: true }).then(() => writeFile(RESULTS, JSON.stringify({ date: new Date().toISOString(), results, checks }, null, 2)))
 }
@@ -299,7 +348,8 @@ async function worker() {
   cds.env.remote = { ...cds.env.remote, native_fetch: process.env.BENCH_NATIVE_FETCH !== '0' }
   await cds.exec('--port', '0')
   const engine = await cds.connect.to('data-pipeline')
-  await engine.addPipeline({ name: 'latency', mode: 'full', parallel: o.parallel, source: { service: 'Provider', entity: SOURCE, batchSize: BATCH }, target: { entity: TARGET } })
+  // delta mode by default (timestamp on the provider's modifiedAt): the copy is a full run, the cells delta runs
+  await engine.addPipeline({ name: 'latency', parallel: o.parallel, source: { service: 'Provider', entity: SOURCE, batchSize: BATCH }, target: { entity: TARGET } })
   await engine.registry.prepare('latency')
   // the engine's log line of an automatic reduction (governor.ts), reported beside the figure
   let reduced
@@ -328,5 +378,6 @@ async function worker() {
   if (outcome.status !== 'completed' || outcome.statistics.created !== o.n) throw new Error(`full run: ${outcome.status} ${JSON.stringify(outcome.statistics)}`)
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))
   process.send({ type: 'result', result: { ms, cpuMs: (cpu.user + cpu.system) / 1000, reduced, heapMB: peak.heap / MB, retainedMB, rssMB: match ? Number(match[1]) / 1024 : process.memoryUsage().rss / MB } })
-  setTimeout(() => process.exit(0), 50)
+  // the delta cells' runs, one per request of the main process, until it closes this worker
+  serveRequests(cellRunner(cds, engine, 'latency'))
 }

@@ -11,12 +11,14 @@
  * (OData, HCQL), with no application handler for the run's START or READ events (they may
  * change or replace the read).
  */
-import diagnostics from 'node:diagnostics_channel'
 import cds from '@sap/cds'
 import { EVENTS, SERVICE_NAME } from '../constants.js'
 import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { TrackerState } from '../adapters/types.js'
+
+// lets a read just started go out before synchronous database work (adapters/source/on-the-wire.ts)
+export { underway } from '../adapters/source/on-the-wire.js'
 
 /** Application handlers of a pipeline's events (built-ins and the plugin's observers excluded). */
 export function applicationHooks(name: string): Array<{ phase: string; event: string }> {
@@ -90,51 +92,5 @@ export async function* replay<T>(first: IteratorResult<T>, iterator: AsyncIterat
     }
   } finally {
     if (!finished) await iterator.return?.()
-  }
-}
-
-/** Undici's (Node's fetch, CAP's native-fetch client) public channels: a request created, its headers written to the socket. */
-const requestCreated = diagnostics.channel('undici:request:create')
-const headersSent = diagnostics.channel('undici:client:sendHeaders')
-
-interface UndiciMessage {
-  request?: object
-}
-
-/**
- * Lets a read just started actually go out before the caller runs synchronous database work
- * (the write of the current batch, the run guard). A remote service puts its request on the
- * wire only some event-loop turns after `send()`, while database writes such as node:sqlite's
- * run synchronously: started right away, the write would hold the request back until it ends,
- * and read and write would take turns instead of overlapping.
- *
- * Ends as soon as the first request created after the call has its headers on the socket
- * (Node's fetch reports that on its diagnostics channels), or once `next` settles (in-process
- * sources). Other clients (the SAP Cloud SDK's) report nothing there: for them a few turns,
- * then at most ~1 ms.
- */
-export async function underway(next: Promise<unknown>): Promise<void> {
-  let ours: object | undefined
-  let wentOut: () => void = () => undefined
-  const sent = new Promise<void>(resolve => { wentOut = resolve })
-  const onCreated = (message: unknown) => { ours ??= (message as UndiciMessage).request }
-  const onSent = (message: unknown) => {
-    if (ours === undefined || (message as UndiciMessage).request === ours) wentOut()
-  }
-  requestCreated.subscribe(onCreated)
-  headersSent.subscribe(onSent)
-  let over = false
-  let timer: NodeJS.Timeout | undefined
-  const fallback = async () => {
-    for (let i = 0; i < 8 && !over; i++) await new Promise<void>(resolve => setImmediate(resolve))
-    if (!over) await new Promise<void>(resolve => { timer = setTimeout(resolve, 1) })
-  }
-  try {
-    await Promise.race([sent, next.then(() => undefined, () => undefined), fallback()])
-  } finally {
-    over = true
-    clearTimeout(timer)
-    requestCreated.unsubscribe(onCreated)
-    headersSent.unsubscribe(onSent)
   }
 }

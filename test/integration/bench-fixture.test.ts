@@ -58,6 +58,19 @@ describe('provider fixture: BenchItems and stats()', () => {
     expect(await items('?$filter=modifiedAt ge 2026-03-01T00:00:00Z&$top=1000')).toHaveLength(600)
   })
 
+  test('removeBench deletes the rows of the given numbers; seedBench brings them back unchanged', async () => {
+    await post('seedBench', { from: 1, count: 200, modifiedAt: T_OLD })
+    const before = await items('?$orderby=ID&$top=1000')
+    expect(await post('removeBench', { from: 11, count: 20 })).toBe(20)
+    const left = await items('?$orderby=ID&$top=1000')
+    expect(left).toHaveLength(180)
+    const names = new Set(left.map(r => r.name))
+    for (let i = 11; i <= 30; i++) expect(names.has(`Item ${i}`)).toBe(false)
+    expect(names.has('Item 10') && names.has('Item 31')).toBe(true)
+    expect(await post('seedBench', { from: 11, count: 20, modifiedAt: T_OLD })).toBe(20)
+    expect(await items('?$orderby=ID&$top=1000')).toEqual(before)
+  })
+
   test('stats() counts the rows CatalogService served and the response bytes; reset zeroes them', async () => {
     await post('seedBench', { from: 1, count: 50, modifiedAt: T_OLD })
     const before = await get<Stats>('/odata/v4/control/stats()')

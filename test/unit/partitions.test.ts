@@ -50,6 +50,17 @@ describe('boundaryPositions', () => {
     expect(boundaryPositions(100_000, 8, 1000)).toEqual([13_000, 25_000, 38_000, 50_000, 63_000, 75_000, 88_000])
     expect(boundaryPositions(30, 3, 10)).toEqual([10, 20])
   })
+
+  test('after a first page already read (a partitioned read): the rest split, no range empty by construction', () => {
+    // 5,000 rows, pages of 1,000, the first page read: ranges of one page each, none ending where the first page ends
+    expect(boundaryPositions(5000, 4, 1000, 1000)).toEqual([2000, 3000, 4000])
+    expect(boundaryPositions(100_000, 8, 1000, 1000)).toEqual([13_000, 26_000, 38_000, 51_000, 63_000, 75_000, 88_000])
+    for (const [count, ranges] of [[3000, 2], [5000, 8], [9999, 8], [20_000, 8], [100_000, 8]]) {
+      const positions = boundaryPositions(count, ranges, 1000, 1000)
+      expect(positions[0], `${count} rows in ${ranges} ranges`).toBeGreaterThanOrEqual(2000)
+      expect(positions.length).toBeLessThan(ranges)
+    }
+  })
 })
 
 describe('merged', () => {

@@ -26,6 +26,7 @@ import { currentRun } from '../../runs/index.js'
 import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult } from './pager.js'
 import { RequestSlots, inProcessSlot } from './slots.js'
 import { Concurrency } from './governor.js'
+import { underway, watchRequests } from './on-the-wire.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
 import type { DataRecord, RetryConfig } from '../../pipeline/types.js'
@@ -104,10 +105,10 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
  * rows at k·n/p, one row per request, all sent at once; each boundary once. A sample selects its
  * order columns only: the source skips up to n rows for it, and need not read their other columns.
  */
-export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, count: number, ranges: number, top: number): Promise<DataRecord[]> {
+export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, count: number, ranges: number, top: number, start = 0): Promise<DataRecord[]> {
   sender.sampling = true
   try {
-    const sampled = await Promise.all(boundaryPositions(count, ranges, top).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
+    const sampled = await Promise.all(boundaryPositions(count, ranges, top, start).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
     return distinct(segment.order, sampled.map(page => page.records[0]))
   } finally {
     sender.sampling = false
@@ -122,7 +123,8 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const first = await send({ filter: segment.filter, order: segment.order, top, count: true }, false)
   pageRead(first, sent)
   const count = first.count
-  const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
+  // the ranges split the rows after the first page (already read)
+  const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor((count - top) / top))
   if (ranges < 2 || !first.records.length) {
     if (count === undefined) LOG.info(`pipeline '${name}': the source reports no count; the full read goes page after page`)
     yield* segmentPages(segment, top, request => send(request), read.progress, withCount(first, read.progress))
@@ -131,10 +133,12 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   if (read.progress) countSegment(read.progress, count)
   const { order } = segment
   const last = first.records[first.records.length - 1]
-  // boundaries: the key at each position, one row per request, sent before the first page is
-  // handed on (written while they travel)
-  const samples = sampleBoundaries(sender, segment, count!, ranges, top)
+  // boundaries: the key at each position, one row per request, all on the wire before the first
+  // page is handed on (written while they travel; its write would hold back those not yet sent)
+  const wire = watchRequests(boundaryPositions(count!, ranges, top, top).length)
+  const samples = sampleBoundaries(sender, segment, count!, ranges, top, top)
   samples.catch(() => undefined) // surfaced below
+  await underway(samples, wire)
   const ledger = new RangeLedger()
   yield tagBatch(first.records, ledger, 0)
   ledger.end(0)
@@ -158,12 +162,15 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
 }
 
 /**
- * Where the ranges start: near k·n/p, on a multiple of the page size, so the ranges are made
- * of whole pages and a partitioned read writes as many batches as a sequential one.
+ * Where the ranges start: near k·n/p of the rows after the first `start` (a partitioned read's
+ * first page, read before the samples), on a multiple of the page size, so the ranges are made
+ * of whole pages and a partitioned read writes as many batches as a sequential one. Each range
+ * holds at least a page: none is empty by construction (a request answering nothing would take
+ * one of the few slots a read starts with).
  */
-export function boundaryPositions(count: number, ranges: number, top: number): number[] {
+export function boundaryPositions(count: number, ranges: number, top: number, start = 0): number[] {
   const positions = new Set<number>()
-  for (let k = 1; k < ranges; k++) positions.add(top * Math.max(1, Math.round(k * count / ranges / top)))
+  for (let k = 1; k < ranges; k++) positions.add(start + top * Math.max(1, Math.round(k * (count - start) / ranges / top)))
   return [...positions].filter(position => position < count)
 }
 
