@@ -4,7 +4,7 @@
  * and the merge of the ranges hands on every page once and holds at most one waiting page per range.
  * (How many requests at once: test/unit/governor.test.ts.)
  */
-import { boundaryPositions, merged, rangesOf } from '../../lib/adapters/source/partitions'
+import { boundaryPositions, merged, partitionSender, rangesOf } from '../../lib/adapters/source/partitions'
 import { matches } from '../../lib/adapters/predicate'
 
 describe('rangesOf', () => {
@@ -112,5 +112,18 @@ describe('merged', () => {
     const out: string[] = []
     await expect((async () => { for await (const { value } of merged([failing(), pages('a', 50, [])])) if (value) out.push(value) })()).rejects.toThrow('range failed')
     expect(out.length).toBeLessThan(50)
+  })
+})
+
+describe('partitionSender', () => {
+  test('the governor judges plain pages only: a range\'s first page (it counts the range) and one-row samples are no page times', async () => {
+    // at 1M rows each range's count made the pages beside it slow, and the read stepped back for the rest of the run
+    const sender = partitionSender({ name: 'judged', top: 10, parallel: 8, retry: { maxRetries: 0, baseDelay: 1, maxDelay: 1 }, fetchPage: async () => ({ records: [] }) })
+    const start = sender.concurrency.level
+    for (let i = 0; i < 12; i++) await sender.send({ order: ['ID'], top: 10, count: true })
+    for (let i = 0; i < 12; i++) await sender.send({ order: ['ID'], top: 1, skip: 10 * i, count: false })
+    expect(sender.concurrency.level).toBe(start)
+    for (let i = 0; i < 12; i++) await sender.send({ order: ['ID'], top: 10, count: false })
+    expect(sender.concurrency.level).toBeGreaterThan(start)
   })
 })

@@ -81,13 +81,15 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
     sampling: false,
     slots: new RequestSlots(() => (sender.sampling ? read.parallel : concurrency.level)),
     stop: () => { stopped = true },
-    send: (request, timed = request.top === top) => withRetry(() => {
+    // a range's first page also counts the range: at 1M rows that count made the pages beside it look
+    // slow, and the read stepped back to a quarter for the rest of the run — the governor judges plain pages
+    send: (request, timed = request.top === top && !request.count) => withRetry(() => {
       if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
       return sender.slots.run(() => inProcessSlot(async () => {
         const level = concurrency.level
         const sent = performance.now()
         const page = await read.fetchPage(request)
-        // pages only: a boundary sample (one row) or the first request (a cold start) is no page time
+        // plain pages only: a boundary sample (one row), a count or the first request (a cold start) is no page time
         if (timed) concurrency.observe(level, performance.now() - sent)
         return page
       }))
