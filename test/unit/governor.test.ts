@@ -69,4 +69,19 @@ describe('Concurrency', () => {
     for (let i = 0; i < 10; i++) concurrency.observe(1, 10)
     expect(concurrency.level).toBe(2)
   })
+
+  test('requests without a page time (a range\'s first page) fill a level\'s window without being judged', () => {
+    const concurrency = new Concurrency(8)
+    for (let i = 0; i < 3; i++) concurrency.observe(2, 40)
+    expect(concurrency.level).toBe(4)
+    concurrency.observe(4)
+    concurrency.observe(4)
+    concurrency.observe(4, 45)
+    concurrency.observe(4, 45)
+    expect([concurrency.level, concurrency.reduced]).toEqual([8, false])
+    // a window of nothing but such requests climbs too
+    const unjudged = new Concurrency(8)
+    for (let i = 0; i < 3; i++) unjudged.observe(2)
+    expect(unjudged.level).toBe(4)
+  })
 })

@@ -28,18 +28,27 @@ export class Concurrency {
   private readonly medians = new Map<number, number>()
   private readonly previous = new Map<number, number>()
   private samples: number[] = []
+  private unjudged = 0
 
   constructor(private readonly ceiling: number, private readonly onReduce: (change: LevelChange) => void = () => undefined) {
     this.level = Math.max(1, Math.ceil(ceiling / 4))
   }
 
-  /** A page request sent while `level` requests were allowed took `ms`. */
-  observe(level: number, ms: number): void {
+  /**
+   * A page request sent while `level` requests were allowed took `ms`. Without `ms`: a request
+   * answered at that level whose time says nothing about a page (a range's first page, which also
+   * counts the range): it fills the level's window, so the read climbs as fast, but is not judged.
+   */
+  observe(level: number, ms?: number): void {
     if (level !== this.level) return // sent before the last change: says nothing about this level
-    this.samples.push(ms)
-    if (this.samples.length < Math.max(MIN_WINDOW, level)) return
-    const ms50 = median(this.samples)
+    if (ms === undefined) this.unjudged++
+    else this.samples.push(ms)
+    if (this.samples.length + this.unjudged < Math.max(MIN_WINDOW, level)) return
+    const samples = this.samples
     this.samples = []
+    this.unjudged = 0
+    if (!samples.length) return this.climb(level)
+    const ms50 = median(samples)
     const lower = this.previous.get(level)
     const lowerMs = lower === undefined ? undefined : this.medians.get(lower)
     if (lower !== undefined && lowerMs !== undefined && ms50 > lowerMs * (1 + (level / lower - 1) / 2)) {
@@ -49,6 +58,10 @@ export class Concurrency {
       return
     }
     if (!this.medians.has(level)) this.medians.set(level, ms50)
+    this.climb(level)
+  }
+
+  private climb(level: number): void {
     if (this.reduced || level >= this.ceiling) return
     const next = Math.min(this.ceiling, level * 2)
     this.previous.set(next, level)

@@ -81,16 +81,16 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
     sampling: false,
     slots: new RequestSlots(() => (sender.sampling ? read.parallel : concurrency.level)),
     stop: () => { stopped = true },
-    // a range's first page also counts the range: at 1M rows that count made the pages beside it look
-    // slow, and the read stepped back to a quarter for the rest of the run — the governor judges plain pages
-    send: (request, timed = request.top === top && !request.count) => withRetry(() => {
+    send: (request, timed = request.top === top) => withRetry(() => {
       if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
       return sender.slots.run(() => inProcessSlot(async () => {
         const level = concurrency.level
         const sent = performance.now()
         const page = await read.fetchPage(request)
-        // plain pages only: a boundary sample (one row), a count or the first request (a cold start) is no page time
-        if (timed) concurrency.observe(level, performance.now() - sent)
+        // pages only: a boundary sample (one row) or the first request (a cold start) is no page time;
+        // a range's first page also counts the range (at 1M rows those counts made the pages beside
+        // them look slow, and the read stepped back for the rest of the run): it fills the window unjudged
+        if (timed) concurrency.observe(level, request.count ? undefined : performance.now() - sent)
         return page
       }))
     }, read.retry, (error, attempt, delay) => {
