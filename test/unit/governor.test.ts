@@ -79,9 +79,11 @@ describe('Concurrency', () => {
     concurrency.observe(4, 45)
     concurrency.observe(4, 45)
     expect([concurrency.level, concurrency.reduced]).toEqual([8, false])
-    // a window of nothing but such requests climbs too
+    // a window needs one page time: the next level is judged against it
     const unjudged = new Concurrency(8)
-    for (let i = 0; i < 3; i++) unjudged.observe(2)
+    for (let i = 0; i < 5; i++) unjudged.observe(2)
+    expect(unjudged.level).toBe(2)
+    unjudged.observe(2, 40)
     expect(unjudged.level).toBe(4)
   })
 })

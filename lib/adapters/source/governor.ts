@@ -37,17 +37,18 @@ export class Concurrency {
   /**
    * A page request sent while `level` requests were allowed took `ms`. Without `ms`: a request
    * answered at that level whose time says nothing about a page (a range's first page, which also
-   * counts the range): it fills the level's window, so the read climbs as fast, but is not judged.
+   * counts the range): it fills the level's window, so the read climbs as fast, but is not judged
+   * (a window still needs one page time).
    */
   observe(level: number, ms?: number): void {
     if (level !== this.level) return // sent before the last change: says nothing about this level
     if (ms === undefined) this.unjudged++
     else this.samples.push(ms)
-    if (this.samples.length + this.unjudged < Math.max(MIN_WINDOW, level)) return
+    // a window holds at least one page time: the next level is judged against this one
+    if (!this.samples.length || this.samples.length + this.unjudged < Math.max(MIN_WINDOW, level)) return
     const samples = this.samples
     this.samples = []
     this.unjudged = 0
-    if (!samples.length) return this.climb(level)
     const ms50 = median(samples)
     const lower = this.previous.get(level)
     const lowerMs = lower === undefined ? undefined : this.medians.get(lower)
