@@ -116,22 +116,16 @@ describe('merged', () => {
 })
 
 describe('partitionSender', () => {
-  test('the governor climbs on a range\'s first pages but judges plain pages only (a first page also counts its range); one-row samples are neither', async () => {
-    // at 1M rows each range's count made the pages beside it slow, and the read stepped back for the rest of the run
-    const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
-    const fetchPage = async (request: { count: boolean }) => {
-      if (request.count) await sleep(200) // a range's count: slow at the provider
-      return { records: [] }
-    }
-    const sender = partitionSender({ name: 'judged', top: 10, parallel: 8, retry: { maxRetries: 0, baseDelay: 1, maxDelay: 1 }, fetchPage })
-    expect(sender.concurrency.level).toBe(2)
-    for (let i = 0; i < 12; i++) await sender.send({ order: ['ID'], top: 1, skip: 10 * i, count: false })
-    expect(sender.concurrency.level).toBe(2)
-    for (let i = 0; i < 3; i++) await sender.send({ order: ['ID'], top: 10, count: false })
-    expect(sender.concurrency.level).toBe(4)
-    // two ranges start (their first pages count them), two plain pages: the level's window is full
-    for (const count of [true, true, false, false]) await sender.send({ order: ['ID'], top: 10, count })
-    expect(sender.concurrency.level).toBe(8)
-    expect(sender.concurrency.reduced).toBe(false)
+  test('the governor gets the time of plain pages; a range\'s first page (it also counts the range) fills the window unjudged; one-row samples are neither', async () => {
+    // at 1M rows each range's count made the pages beside it look slow, and the read stepped back for the rest of the run
+    const sender = partitionSender({ name: 'judged', top: 10, parallel: 8, retry: { maxRetries: 0, baseDelay: 1, maxDelay: 1 }, fetchPage: async () => ({ records: [] }) })
+    const observe = vi.spyOn(sender.concurrency, 'observe')
+    await sender.send({ order: ['ID'], top: 1, skip: 10, count: false })
+    expect(observe).not.toHaveBeenCalled()
+    await sender.send({ order: ['ID'], top: 10, count: true })
+    expect(observe).toHaveBeenLastCalledWith(2, undefined)
+    await sender.send({ order: ['ID'], top: 10, count: false })
+    expect(observe).toHaveBeenLastCalledWith(2, expect.any(Number))
+    expect(observe).toHaveBeenCalledTimes(2)
   })
 })
