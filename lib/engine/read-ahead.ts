@@ -17,9 +17,6 @@ import type { BaseSourceAdapter } from '../adapters/source/base.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { TrackerState } from '../adapters/types.js'
 
-// lets a read just started go out before synchronous database work (adapters/source/on-the-wire.ts)
-export { underway } from '../adapters/source/on-the-wire.js'
-
 /** Application handlers of a pipeline's events (built-ins and the plugin's observers excluded). */
 export function applicationHooks(name: string): Array<{ phase: string; event: string }> {
   const engine = (cds.services as Record<string, unknown>)[SERVICE_NAME] as { registeredHooks?(name: string): Array<{ phase: string; event: string }> } | undefined

@@ -5,7 +5,7 @@
  */
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { underway } from '../../lib/engine/read-ahead'
+import { underway } from '../../lib/adapters/source/on-the-wire'
 
 /** Counts event-loop turns (setImmediate) until stopped. */
 function turnCounter(): { turns: () => number; stop: () => void } {

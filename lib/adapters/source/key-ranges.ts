@@ -12,7 +12,7 @@
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { currentRun } from '../../runs/index.js'
-import { partitionSender, rangeBounds, sampleBoundaries, type PartitionedRead } from './partitions.js'
+import { boundaryPositions, partitionSender, rangeBounds, sampleBoundaries, type PartitionedRead } from './partitions.js'
 import { segmentPages } from './pager.js'
 import type { DataRecord } from '../../pipeline/types.js'
 
@@ -39,7 +39,7 @@ export async function keyRanges(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
   const head = await sender.send({ order, top: 1, count: true }, false)
   const count = head.count
   const split = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
-  const boundaries = split < 2 ? [] : await sampleBoundaries(sender, { order }, count!, split, top)
+  const boundaries = split < 2 ? [] : await sampleBoundaries(sender, { order }, boundaryPositions(count!, split, top))
   const ranges = rangeBounds(order, boundaries)
   if (boundaries.length) {
     LOG.info(`pipeline '${name}': deletes sweep lists ${count} source keys in ${ranges.length} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once`)

@@ -103,14 +103,14 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
 }
 
 /**
- * The boundaries of `ranges` key ranges of a segment of `count` rows: the order columns of the
- * rows at k·n/p, one row per request, all sent at once; each boundary once. A sample selects its
+ * The range boundaries of a segment: the order columns of the rows at `positions` (see
+ * `boundaryPositions`), one row per request, all sent at once; each boundary once. A sample selects its
  * order columns only: the source skips up to n rows for it, and need not read their other columns.
  */
-export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, count: number, ranges: number, top: number, start = 0): Promise<DataRecord[]> {
+export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, positions: number[]): Promise<DataRecord[]> {
   sender.sampling = true
   try {
-    const sampled = await Promise.all(boundaryPositions(count, ranges, top, start).map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
+    const sampled = await Promise.all(positions.map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
     return distinct(segment.order, sampled.map(page => page.records[0]))
   } finally {
     sender.sampling = false
@@ -137,8 +137,9 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const last = first.records[first.records.length - 1]
   // boundaries: the key at each position, one row per request, all on the wire before the first
   // page is handed on (written while they travel; its write would hold back those not yet sent)
-  const wire = watchRequests(boundaryPositions(count!, ranges, top, top).length)
-  const samples = sampleBoundaries(sender, segment, count!, ranges, top, top)
+  const positions = boundaryPositions(count!, ranges, top, top)
+  const wire = watchRequests(positions.length)
+  const samples = sampleBoundaries(sender, segment, positions)
   samples.catch(() => undefined) // surfaced below
   await underway(samples, wire)
   const ledger = new RangeLedger()
