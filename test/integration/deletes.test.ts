@@ -174,6 +174,26 @@ describe('key reconciliation sweep (deletes.sweep)', () => {
     expect(await ids('deletes.SweepCqn')).toEqual([2, 3, 4, 5, 7, 8, 9, 10, 11])
   })
 
+  test('a row added at the source while its keys are listed (parallel): no key of the replica goes unlisted, none is deleted', async () => {
+    // keys 10, 20, …, 200 in two key ranges of two pages of 5; before the first range's second page,
+    // 55 is added: a range that stopped at its count (10) would end at 90 and delete the replica's 100
+    await ql.INSERT.into('deletes.LocalGrowing').entries(range(1, 20).map(k => ({ ID: k * 10, name: `G${k}`, modifiedAt: T0 })))
+    await engine.addPipeline({ name: 'sweep-growing', parallel: 2, source: { entity: 'deletes.LocalGrowing', batchSize: 5 }, target: { entity: 'deletes.SweepGrowing' }, delta: { field: 'modifiedAt' }, deletes: { sweep: 'always' } })
+    await run('sweep-growing')
+    const db = await cds.connect.to('db')
+    let added = false
+    // as the first range (keys below 110) asks for its second page (keys after 50)
+    db.before('READ', 'deletes.LocalGrowing', async function (this: typeof db, req) {
+      const where = JSON.stringify((req.query as { SELECT?: { where?: unknown } }).SELECT?.where ?? [])
+      if (added || !where.includes('"<"') || !where.includes('{"val":50}')) return
+      added = true
+      await this.run(ql.INSERT.into('deletes.LocalGrowing').entries({ ID: 55, name: 'G5.5', modifiedAt: T0 }))
+    })
+    expect(await run('sweep-growing')).toMatchObject({ status: 'completed', statistics: { deleted: 0 } })
+    expect(added).toBe(true)
+    expect(await ids('deletes.SweepGrowing')).toEqual(range(1, 20).map(k => k * 10))
+  })
+
   test('REST source with a key listing (rest.keys)', async () => {
     restItems.clear()
     for (const ID of range(1, 25)) restItems.set(ID, { ID, name: `R${ID}`, modifiedAt: T0 })

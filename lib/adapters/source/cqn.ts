@@ -68,7 +68,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
       yield* partitionedPages({ name: this.pipeline.name, segment: segments[0], top: this.batchSize, parallel: this.pipeline.parallel, fetchPage: request => this.entityPage(entity, columns, request, true), retry: this.pipeline.retry, progress })
       return
     }
-    yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request, progress !== undefined), this.pipeline.retry), progress)
+    yield* pagesOf(segments, this.batchSize, request => withRetry(() => this.entityPage(entity, columns, request, progress !== undefined), this.pipeline.retry), { progress })
   }
 
   override keyOrder(): string[] | undefined {
@@ -81,7 +81,7 @@ export class CqnSourceAdapter extends BaseSourceAdapter {
     if (!entity || this.pipeline.config.source.query) yield* super.readKeys()
     else {
       const keys = keyNames(entity)
-      yield* pagesOf([{ order: keys }], this.batchSize, request => withRetry(() => this.entityPage(entity, keys, request), this.pipeline.retry))
+      yield* pagesOf([{ order: keys }], this.batchSize, request => withRetry(() => this.entityPage(entity, keys, request), this.pipeline.retry), { exhaustive: true })
     }
   }
 

@@ -12,7 +12,7 @@
 import cds from '@sap/cds'
 import { LOGGER } from '../../constants.js'
 import { currentRun } from '../../runs/index.js'
-import { boundaryPositions, partitionSender, rangeBounds, sampleBoundaries, type PartitionedRead } from './partitions.js'
+import { boundaryPositions, openingFirst, partitionSender, sampleRanges, type PartitionedRead, type RangePlan } from './partitions.js'
 import { segmentPages } from './pager.js'
 import type { DataRecord } from '../../pipeline/types.js'
 
@@ -39,16 +39,15 @@ export async function keyRanges(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
   const head = await sender.send({ order, top: 1, count: true }, false)
   const count = head.count
   const split = count === undefined ? 1 : Math.min(read.parallel, Math.floor(count / top))
-  const boundaries = split < 2 ? [] : await sampleBoundaries(sender, { order }, boundaryPositions(count!, split, top))
-  const ranges = rangeBounds(order, boundaries)
+  const { boundaries, plans: ranges } = split < 2 ? { boundaries: [], plans: [{}] as RangePlan[] } : await sampleRanges(sender, { order }, boundaryPositions(count!, split, top), 0, count!)
   if (boundaries.length) {
     LOG.info(`pipeline '${name}': deletes sweep lists ${count} source keys in ${ranges.length} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once`)
     currentRun()?.event('partitions', { phase: 'target', rows: count, message: `source keys listed in ${ranges.length} ranges, up to ${read.parallel} requests at once`, details: { ranges: ranges.length, parallel: read.parallel } })
   } else if (count === undefined) LOG.info(`pipeline '${name}': the source reports no count; the deletes sweep lists its keys page after page`)
   return {
     boundaries,
-    // a range's start for its first page only (pager.ts)
-    keys: k => segmentPages({ order, filter: ranges[k].to, from: ranges[k].from }, top, request => sender.send(request)),
+    // a range's start for its first page only (pager.ts); the ranges' first pages go out at once
+    keys: k => segmentPages({ order, filter: ranges[k].to, from: ranges[k].from }, top, openingFirst(sender), { exhaustive: true }),
     close: () => sender.stop(),
     get peak() {
       return sender.slots.peak

@@ -106,7 +106,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     yield* pagesOf(segments, this.batchSize, request =>
       withRetry(() => this.fetchPage(request, select), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
-    tracker.progress)
+    { progress: tracker.progress })
   }
 
   override keyOrder(): string[] {
@@ -119,7 +119,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
     yield* pagesOf([{ order: keys }], this.batchSize, request =>
       withRetry(() => this.fetchPage(request, keys), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': key read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
-    )
+    { exhaustive: true })
   }
 
   /** Deletes sweep with `parallel` > 1: the keys in ranges listed at once (key-ranges.ts). */

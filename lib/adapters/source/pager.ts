@@ -39,34 +39,44 @@ export async function* pagesOf(
   segments: ReadSegment[],
   top: number,
   fetchPage: (request: PageRequest) => Promise<PageResult>,
-  progress?: ReadProgress,
+  { progress, exhaustive }: Pick<SegmentOptions, 'progress' | 'exhaustive'> = {},
 ): AsyncGenerator<DataRecord[]> {
-  for (const segment of segments) yield* segmentPages(segment, top, fetchPage, progress)
+  for (const segment of segments) yield* segmentPages(segment, top, fetchPage, { progress, exhaustive })
 }
 
-/**
- * The pages of one segment. `first`: its first page, when the caller already read it (a
- * partitioned read asks for it before it knows whether to partition); its count is then
- * already added to `progress`.
- */
+export interface SegmentOptions {
+  progress?: ReadProgress
+  /** Its first page, when the caller already read it (a partitioned read asks for it before it knows whether to partition); its count is then already in `progress`. */
+  first?: PageResult
+  /** The rows it holds, when known beforehand (a key range sampled in order): its first page asks for no count, and it ends there. */
+  rows?: number
+  /**
+   * A key listing that proves keys missing (a deletes sweep): no count ends it, only an empty page
+   * (or a short one from a database). A count ends a read early when rows were added before its
+   * end meanwhile: the last keys would go unlisted, and the sweep would delete their replicas.
+   */
+  exhaustive?: boolean
+}
+
+/** The pages of one segment. */
 export async function* segmentPages(
   segment: ReadSegment,
   top: number,
   fetchPage: (request: PageRequest) => Promise<PageResult>,
-  progress?: ReadProgress,
-  first?: PageResult,
+  { progress, first, rows, exhaustive = false }: SegmentOptions = {},
 ): AsyncGenerator<DataRecord[]> {
+  if (rows === 0 && !exhaustive) return
   let last: DataRecord | undefined
   let nextLink: string | undefined
-  let total: number | undefined
+  let total: number | undefined = exhaustive ? undefined : rows
   let received = 0
   for (let initial = true; ; initial = false) {
     const since = performance.now()
     const result = initial && first ? first : await fetchPage(nextLink
       ? { nextLink, order: segment.order, top, count: false }
-      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count: initial })
+      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count: initial && rows === undefined && !exhaustive })
     if (!(initial && first)) pageRead(result, since)
-    if (initial && typeof result.count === 'number') total = result.count
+    if (initial && typeof result.count === 'number' && !exhaustive) total = result.count
     if (initial && progress && !first) countSegment(progress, total)
     const { records } = result
     if (records.length === 0) break

@@ -27,6 +27,7 @@ import { countSegment, pageRead, segmentPages, type PageRequest, type PageResult
 import { RequestSlots, inProcessSlot } from './slots.js'
 import { Concurrency } from './governor.js'
 import { underway, watchRequests } from './on-the-wire.js'
+import { inSourceOrder } from './boundary-order.js'
 import type { ReadSegment } from '../watermark.js'
 import type { ReadProgress } from '../types.js'
 import type { DataRecord, RetryConfig } from '../../pipeline/types.js'
@@ -60,12 +61,14 @@ export function sequentialReason(segments: ReadSegment[]): string | undefined {
 
 /** What the requests of one partitioned read share: its slots, its governor, its back-off and its stop. */
 export interface PartitionSender {
-  /** One request with retries, a slot of the run and of the process; `timed`: a page whose time the governor judges. */
-  send: (request: PageRequest, timed?: boolean) => Promise<PageResult>
+  /**
+   * One request with retries, a slot of the run and of the process; `timed`: a page whose time the
+   * governor judges; `opening`: it goes out at once up to `parallel` in flight, whatever level the
+   * pages are at (a boundary sample, a range's first page: see `openingFirst`).
+   */
+  send: (request: PageRequest, timed?: boolean, opening?: boolean) => Promise<PageResult>
   concurrency: Concurrency
   slots: RequestSlots
-  /** While true, boundary samples (one row each) go out at once, whatever level the pages start at. */
-  sampling: boolean
   /** Requests not yet sent fail (never retried): another range failed, or the read ended. */
   stop(): void
 }
@@ -78,10 +81,9 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
   let stopped = false
   const sender: PartitionSender = {
     concurrency,
-    sampling: false,
-    slots: new RequestSlots(() => (sender.sampling ? read.parallel : concurrency.level)),
+    slots: new RequestSlots(() => concurrency.level),
     stop: () => { stopped = true },
-    send: (request, timed = request.top === top) => withRetry(() => {
+    send: (request, timed = request.top === top, opening = false) => withRetry(() => {
       if (stopped) throw new ReadStopped(`pipeline '${name}': partitioned read stopped`)
       return sender.slots.run(() => inProcessSlot(async () => {
         const level = concurrency.level
@@ -92,7 +94,7 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
         // them look slow, and the read stepped back for the rest of the run): it fills the window unjudged
         if (timed) concurrency.observe(level, request.count ? undefined : performance.now() - sent)
         return page
-      }))
+      }), opening ? read.parallel : undefined)
     }, read.retry, (error, attempt, delay) => {
       // the provider asked to slow down: every range of the run waits, not only this one
       if (statusOf(error) === 429 || retryAfterOf(error) !== undefined) sender.slots.backOff(delay)
@@ -102,18 +104,54 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
   return sender
 }
 
+/** One key range of a partitioned read: its lower bound (none for the first), upper bound (none for the last), and rows when known. */
+export interface RangePlan {
+  from?: Predicate
+  to?: Predicate
+  /** The rows it held when sampled, known when the boundaries are in order for certain: no count is asked for it. */
+  rows?: number
+}
+
 /**
- * The range boundaries of a segment: the order columns of the rows at `positions` (see
- * `boundaryPositions`), one row per request, all sent at once; each boundary once. A sample selects its
- * order columns only: the source skips up to n rows for it, and need not read their other columns.
+ * The ranges of a segment after its first `start` rows (ending in `afterRow`, when read), of `count`:
+ * the order columns of the rows at `positions` (see `boundaryPositions`) bound them, one row per
+ * request, all sent at once; each boundary once. A sample selects its order columns only: the
+ * source skips up to n rows for it, and need not read their other columns. When the boundaries
+ * ascend for certain (boundary-order.ts) each range is bounded by the next boundary only and its
+ * rows are known from the positions, so its first page asks for no count (a second query at the
+ * provider) and its URL stays short (CAP sends a GET over 1,028 characters as a `$batch`);
+ * otherwise `rangeBounds`, each also after `afterRow`.
  */
-export async function sampleBoundaries(sender: PartitionSender, segment: ReadSegment, positions: number[]): Promise<DataRecord[]> {
-  sender.sampling = true
-  try {
-    const sampled = await Promise.all(positions.map(skip => sender.send({ filter: segment.filter, order: segment.order, top: 1, skip, count: false, columns: segment.order })))
-    return distinct(segment.order, sampled.map(page => page.records[0]))
-  } finally {
-    sender.sampling = false
+export async function sampleRanges(sender: PartitionSender, segment: ReadSegment, positions: number[], start: number, count: number, afterRow?: DataRecord): Promise<{ boundaries: DataRecord[]; plans: RangePlan[] }> {
+  const { order } = segment
+  const sampled = await Promise.all(positions.map(skip => sender.send({ filter: segment.filter, order, top: 1, skip, count: false, columns: order }, undefined, true)))
+  const rows = sampled.map(page => page.records[0])
+  const boundaries = distinct(order, rows)
+  const rest = afterRow && after(order, afterRow)
+  if (boundaries.length !== rows.length || !inSourceOrder(order, afterRow ? [afterRow, ...boundaries] : boundaries)) {
+    return { boundaries, plans: rangeBounds(order, boundaries).map(({ from, to }) => ({ from: and(rest, from), to })) }
+  }
+  const edges = [start, ...positions, count]
+  const plans = boundaries.concat([{}]).map((_, k) => ({
+    from: k > 0 ? notBefore(order, boundaries[k - 1]) : rest,
+    to: k < boundaries.length ? before(order, boundaries[k]) : undefined,
+    rows: Math.max(0, edges[k + 1] - edges[k]),
+  }))
+  return { boundaries, plans }
+}
+
+/**
+ * A range's requests through `sender`, its first one as an opening request: every range starts at
+ * once (up to `parallel` in flight), and the governor's level (from a quarter of `parallel` up)
+ * paces the pages after them. A read of few pages per range (a 5 % delta: one each) would otherwise
+ * read its ranges a quarter of them at a time, after paying the round trips of count and samples.
+ */
+export function openingFirst(sender: PartitionSender): (request: PageRequest) => Promise<PageResult> {
+  let first = true
+  return request => {
+    const opening = first
+    first = false
+    return sender.send(request, undefined, opening)
   }
 }
 
@@ -129,7 +167,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const ranges = count === undefined ? 1 : Math.min(read.parallel, Math.floor((count - top) / top))
   if (ranges < 2 || !first.records.length) {
     if (count === undefined) LOG.info(`pipeline '${name}': the source reports no count; the full read goes page after page`)
-    yield* segmentPages(segment, top, request => send(request), read.progress, withCount(first, read.progress))
+    yield* segmentPages(segment, top, request => send(request), { progress: read.progress, first: withCount(first, read.progress) })
     return
   }
   if (read.progress) countSegment(read.progress, count)
@@ -139,18 +177,17 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   // page is handed on (written while they travel; its write would hold back those not yet sent)
   const positions = boundaryPositions(count!, ranges, top, top)
   const wire = watchRequests(positions.length)
-  const samples = sampleBoundaries(sender, segment, positions)
+  const samples = sampleRanges(sender, segment, positions, top, count!, last)
   samples.catch(() => undefined) // surfaced below
   await underway(samples, wire)
   const ledger = new RangeLedger()
   yield tagBatch(first.records, ledger, 0)
   ledger.end(0)
-  const boundaries = await samples
-  LOG.info(`pipeline '${name}': read of ${count} rows in ${boundaries.length + 1} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once (from ${concurrency.level})`)
-  currentRun()?.event('partitions', { phase: 'source', rows: count, message: `read in ${boundaries.length + 1} ranges, up to ${read.parallel} requests at once`, details: { ranges: boundaries.length + 1, parallel: read.parallel, startLevel: concurrency.level } })
-  const rest = after(order, last)
-  // each range's lower bounds (the first page's end, its boundary) for its first page only: later pages start after their last row
-  const parts = rangeBounds(order, boundaries).map(({ from, to }) => segmentPages({ order, filter: and(segment.filter, to), from: and(rest, from) }, top, request => send(request)))
+  const { plans } = await samples
+  LOG.info(`pipeline '${name}': read of ${count} rows in ${plans.length} ranges of ${order.join(', ')}, up to ${read.parallel} requests at once (from ${concurrency.level})`)
+  currentRun()?.event('partitions', { phase: 'source', rows: count, message: `read in ${plans.length} ranges, up to ${read.parallel} requests at once`, details: { ranges: plans.length, parallel: read.parallel, startLevel: concurrency.level } })
+  // a range's lower bound for its first page only: later pages start after their last row
+  const parts = plans.map(({ from, to, rows }) => segmentPages({ order, filter: and(segment.filter, to), from }, top, openingFirst(sender), { rows }))
   try {
     // range 0 is the first page (handed on above); the key ranges are 1…: a delta's watermark
     // moves only as far as the ranges below it are complete (ranges.ts)
@@ -208,7 +245,7 @@ export function rangesOf(order: string[], boundaries: DataRecord[]): Array<Predi
 }
 
 /** The ranges of `rangesOf` as their lower bound (`from`, none for the first) and upper bounds (`to`, none for the last). */
-export function rangeBounds(order: string[], boundaries: DataRecord[]): Array<{ from?: Predicate; to?: Predicate }> {
+export function rangeBounds(order: string[], boundaries: DataRecord[]): RangePlan[] {
   return Array.from({ length: boundaries.length + 1 }, (_, k) => ({
     from: k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
     to: and(...boundaries.slice(k).map(bound => before(order, bound))),
@@ -217,18 +254,21 @@ export function rangeBounds(order: string[], boundaries: DataRecord[]): Array<{ 
 
 /**
  * The items of several async iterables as they arrive, each with the index of its source; an
- * item with `last` (and no value) once a source ended. At most `limit()` of them have a request
- * (their next page) under way or waiting to be taken, the others queue in turn, so memory holds
- * at most that many pages besides the one being written. The first failure ends the whole; the
+ * item with `last` (and no value) once a source ended. Each source's first item is asked for at
+ * once; after that at most `limit()` of them have a request (their next page) under way or waiting
+ * to be taken, the others queue in turn, so memory holds at most that many pages (and, at the start,
+ * one per source) besides the one being written. The first failure ends the whole; the
  * others are closed once their request settles.
  */
 export async function* merged<T>(sources: Array<AsyncIterable<T>>, limit: () => number = () => sources.length): AsyncGenerator<{ index: number; value?: T; last?: true }> {
   const iterators = sources.map(source => source[Symbol.asyncIterator]())
   const pending = new Map<number, Promise<{ index: number; result: IteratorResult<T> }>>()
   const waiting = iterators.map((_, index) => index) // ranges whose next page nobody asked for yet
+  const opened = new Set<number>()
   const pull = () => {
-    while (waiting.length && pending.size < Math.max(1, limit())) {
+    while (waiting.length && (pending.size < Math.max(1, limit()) || !opened.has(waiting[0]))) {
       const index = waiting.shift()!
+      opened.add(index)
       const next = iterators[index].next().then(result => ({ index, result }))
       next.catch(() => undefined) // surfaced through the race; avoids an unhandled rejection after a stop
       pending.set(index, next)

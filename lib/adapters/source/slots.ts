@@ -21,9 +21,12 @@ export class RequestSlots {
 
   constructor(private readonly max: () => number) {}
 
-  /** Runs `send` once a slot is free and any back-off is over; frees the slot when it settles. */
-  async run<T>(send: () => Promise<T>): Promise<T> {
-    await this.acquire()
+  /**
+   * Runs `send` once a slot is free and any back-off is over; frees the slot when it settles.
+   * `max`: this request may go out while fewer than that many are in flight (instead of the slots' own limit).
+   */
+  async run<T>(send: () => Promise<T>, max?: number): Promise<T> {
+    await this.acquire(max)
     try {
       return await send()
     } finally {
@@ -36,11 +39,11 @@ export class RequestSlots {
     this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms)
   }
 
-  private async acquire(): Promise<void> {
+  private async acquire(max?: number): Promise<void> {
     for (;;) {
       const wait = this.pausedUntil - Date.now()
       if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
-      if (this.active < this.max()) break
+      if (this.active < (max ?? this.max())) break
       await new Promise<void>(resolve => this.waiting.push(resolve))
     }
     this.active++

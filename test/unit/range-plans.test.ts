@@ -1,0 +1,139 @@
+/**
+ * How a partitioned read bounds and ends its ranges (lib/adapters/source/partitions.ts,
+ * boundary-order.ts, pager.ts): boundaries known to ascend give ranges bounded by the next boundary
+ * only, with their rows known from the sample positions (no count per range, short URLs); others
+ * keep every later boundary and a count. Every range's first page goes out at once. A key listing
+ * for a sweep ends on an empty page only, never on a count. The source here is an in-memory table
+ * that evaluates the read's predicates.
+ */
+import { compareRows, inSourceOrder } from '../../lib/adapters/source/boundary-order'
+import { partitionedPages } from '../../lib/adapters/source/partitions'
+import { segmentPages, type PageRequest, type PageResult } from '../../lib/adapters/source/pager'
+import { matches, type Predicate } from '../../lib/adapters/predicate'
+import type { DataRecord } from '../../lib/pipeline/types'
+
+const RETRY = { maxRetries: 0, baseDelay: 1, maxDelay: 1 }
+
+/** An ordered in-memory source: filter, order (plain JS comparison), skip, top, count. */
+function tableSource(rows: DataRecord[], gate?: Promise<void>) {
+  const requests: PageRequest[] = []
+  let inFlight = 0
+  let peak = 0
+  const fetchPage = async (request: PageRequest): Promise<PageResult> => {
+    requests.push(request)
+    inFlight++
+    peak = Math.max(peak, inFlight)
+    try {
+      if (gate && !request.skip && requests.length > 1) await gate
+      const order = request.order
+      const matching = rows.filter(row => !request.filter || matches(row, request.filter)).sort((a, b) => {
+        for (const column of order) if (a[column] !== b[column]) return (a[column] as number | string) < (b[column] as number | string) ? -1 : 1
+        return 0
+      })
+      const records = matching.slice(request.skip ?? 0, (request.skip ?? 0) + request.top)
+      return { records, ...(request.count ? { count: matching.length } : {}) }
+    } finally {
+      inFlight--
+    }
+  }
+  return { fetchPage, requests, peak: () => peak }
+}
+
+/** How many upper bounds (`lt` on the last order column) a filter holds. */
+const upperBounds = (filter: Predicate | undefined): number =>
+  !filter ? 0 : 'and' in filter || 'or' in filter ? (('and' in filter ? filter.and : filter.or) as Predicate[]).reduce((n, p) => n + upperBounds(p), 0) : filter.op === 'lt' ? 1 : 0
+
+async function readAll(read: AsyncIterable<DataRecord[]>): Promise<DataRecord[]> {
+  const out: DataRecord[] = []
+  for await (const page of read) out.push(...page)
+  return out
+}
+
+describe('boundary order', () => {
+  test('numbers, digit strings, canonical UUIDs of one case, ISO dates and UTC timestamps compare; other strings do not', () => {
+    expect(compareRows(['ID'], { ID: 9 }, { ID: 10 })).toBe(-1)
+    expect(compareRows(['ID'], { ID: '0000000010' }, { ID: '0000000009' })).toBe(1)
+    expect(compareRows(['ID'], { ID: '0f8fad5b-d9cb-469f-a165-70867728950e' }, { ID: '7c9e6679-7425-40de-944b-e07fc1f90ae7' })).toBe(-1)
+    expect(compareRows(['at', 'ID'], { at: '2026-01-01T00:00:00.000Z', ID: 2 }, { at: '2026-01-01T00:00:00.000Z', ID: 1 })).toBe(1)
+    expect(compareRows(['day'], { day: '2026-02-01' }, { day: '2026-02-01' })).toBe(0)
+    // collations differ for these: case, locale, lengths, offsets, mixed case UUIDs
+    expect(compareRows(['ID'], { ID: 'apple' }, { ID: 'Banana' })).toBeUndefined()
+    expect(compareRows(['ID'], { ID: '9' }, { ID: '10' })).toBeUndefined()
+    expect(compareRows(['at'], { at: '2026-01-01T01:00:00+01:00' }, { at: '2026-01-01T00:30:00+00:00' })).toBeUndefined()
+    expect(compareRows(['ID'], { ID: '0F8FAD5B-D9CB-469F-A165-70867728950E' }, { ID: '7c9e6679-7425-40de-944b-e07fc1f90ae7' })).toBeUndefined()
+    expect(compareRows(['ID'], { ID: 1 }, { ID: '1' })).toBeUndefined()
+  })
+
+  test('in order only when every neighbour ascends for certain', () => {
+    expect(inSourceOrder(['ID'], [{ ID: 1 }, { ID: 5 }, { ID: 9 }])).toBe(true)
+    expect(inSourceOrder(['ID'], [{ ID: 1 }, { ID: 9 }, { ID: 5 }])).toBe(false)
+    expect(inSourceOrder(['ID'], [{ ID: 1 }, { ID: 1 }])).toBe(false)
+    expect(inSourceOrder(['ID'], [{ ID: 'a' }, { ID: 'b' }])).toBe(false)
+  })
+})
+
+describe('partitioned read: range bounds and ends', () => {
+  const numbered = Array.from({ length: 100 }, (_, i) => ({ ID: i + 1, name: `N${i + 1}` }))
+
+  test('keys known to ascend: one upper bound per range, no count per range, no empty page, every row once', async () => {
+    const source = tableSource(numbered)
+    const rows = await readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
+    expect(rows.map(row => row.ID).sort((a, b) => (a as number) - (b as number))).toEqual(numbered.map(row => row.ID))
+    const pages = source.requests.filter(request => !request.skip)
+    // the first request counts the read; no range asks again
+    expect(pages.map(request => request.count)).toEqual(pages.map((_, i) => i === 0))
+    expect(pages.every(request => upperBounds(request.filter) <= 1)).toBe(true)
+    // 10 pages and 3 samples: every range ends at its known rows, without an empty page
+    expect(source.requests).toHaveLength(10 + 3)
+  })
+
+  test('keys whose order a source may see differently (free-form strings): every later boundary bounds a range, and each range is counted', async () => {
+    const named = Array.from({ length: 100 }, (_, i) => ({ ID: `key-${String(i).padStart(3, '0')}` }))
+    const source = tableSource(named)
+    const rows = await readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
+    expect(new Set(rows.map(row => row.ID)).size).toBe(100)
+    expect(rows).toHaveLength(100)
+    const firstPages = source.requests.filter(request => request.count)
+    expect(firstPages).toHaveLength(1 + 4)
+    // the first range after the first page is bounded by all three boundaries
+    expect(Math.max(...firstPages.map(request => upperBounds(request.filter)))).toBe(3)
+  })
+
+  test("every range's first page goes out at once, beyond the level the read starts its pages at", async () => {
+    let open!: () => void
+    const gate = new Promise<void>(resolve => { open = resolve })
+    const source = tableSource(numbered, gate)
+    const read = readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 8, fetchPage: source.fetchPage, retry: RETRY }))
+    // 90 rows after the first page in 8 ranges (the level starts at 2): all 8 first pages held at the gate
+    const deadline = Date.now() + 10_000
+    while (source.peak() < 8 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 5))
+    open()
+    expect(await read).toHaveLength(100)
+    expect(source.peak()).toBe(8)
+  })
+})
+
+describe('key listings (sweeps) end on an empty page, never on a count', () => {
+  test('a row added after the first page: the listing still reaches the last key', async () => {
+    const keys = Array.from({ length: 20 }, (_, i) => ({ ID: (i + 1) * 10 }))
+    const source = tableSource(keys)
+    /** The source, gaining key 155 once its first page was read. */
+    const growing = () => {
+      let first = true
+      return async (request: PageRequest): Promise<PageResult> => {
+        const page = await source.fetchPage(request)
+        if (first) keys.push({ ID: 155 })
+        first = false
+        return page
+      }
+    }
+    const listed = await readAll(segmentPages({ order: ['ID'] }, 10, growing(), { exhaustive: true }))
+    expect(listed).toHaveLength(21)
+    expect(listed.map(row => row.ID)).toContain(200)
+    // a read that ends on its first page's count stops at 20 rows and never lists 200
+    keys.pop()
+    const counted = await readAll(segmentPages({ order: ['ID'] }, 10, growing()))
+    expect(counted).toHaveLength(20)
+    expect(counted.map(row => row.ID)).not.toContain(200)
+  })
+})
