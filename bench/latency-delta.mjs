@@ -155,6 +155,15 @@ export function cellLine(n, latency, parallel, round, name, c) {
   return `  N=${n} ${latency} ms round ${round} parallel ${parallel} ${name}: ${fixed(c.cellMs)} ms${name === 'sweep' ? ` (run ${fixed(c.ms)} ms)` : ''} (floor ${fixed(c.floor.floorMs)} ms = ${c.floor.pages} pages × ${latency} + serving ${fixed(c.floor.serveMs)}: ×${fixed(c.cellMs / c.floor.floorMs, 2)}; ${parallel > 1 ? 'round trips of a partitioned read' : 'its round trips'} ≥ ${fixed(c.floor.roundTripMs)} ms: ×${fixed(c.floor.roundTripMs / c.floor.floorMs, 2)}), ${c.requests} requests (${k.count} count + ${k.sample} samples + ${k.page} pages${k.metadata ? ` + ${k.metadata} $metadata` : ''}, ${k.empty} empty), ≤ ${c.maxInFlight} in flight, CPU provider ${fixed(c.cpu.provider)} / consumer ${fixed(c.cpu.consumer)} ms, ${JSON.stringify(c.statistics)}`
 }
 
+/**
+ * The least a cell can take on this machine whatever the latency: the provider's CPU time (one
+ * Node process), the consumer's (its writes included), and all of it over the cores (the proxy's
+ * share of a cell is not measured, so this bound is a little low).
+ */
+function cpuBound(cpu) {
+  return Math.max(cpu.provider, cpu.consumer, (cpu.provider + cpu.consumer) / os.cpus().length)
+}
+
 const CELLS = [['delta', '5 % delta'], ['sweep', 'key sweep (1 % gone)'], ['noChange', 'no-change delta']]
 
 /** Per size, latency and `parallel`: the cells' medians, their floors and the best round against its own floor. */
@@ -176,7 +185,7 @@ export function summarize(runs) {
 
 /** The table of the cells and their checks (✓/✗) against issue 24's targets. */
 export function cellReport(results, parallels) {
-  const header = ['N', 'latency', 'parallel', 'cell', 'ms (median)', 'floor ms (pages)', '÷ floor', 'best round ÷ its floor', 'round-trip bound ÷ floor', 'requests: count + samples + pages (empty)', 'in flight ≤', 'CPU ms provider / consumer']
+  const header = ['N', 'latency', 'parallel', 'cell', 'ms (median)', 'floor ms (pages)', '÷ floor', 'best round ÷ its floor', 'round-trip bound ÷ floor', 'CPU bound ÷ floor', 'requests: count + samples + pages (empty)', 'in flight ≤', 'CPU ms provider / consumer']
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`]
   const checks = []
   for (const row of results) {
@@ -186,13 +195,13 @@ export function cellReport(results, parallels) {
       for (const [key, label] of CELLS) {
         const c = cells[key]
         const k = c.kinds
-        lines.push(`| ${[row.n, row.latency, p, label, fixed(c.ms), `${fixed(c.floorMs)} (${c.pages})`, fixed(c.ms / c.floorMs, 2), fixed(c.best.ratio, 2), fixed(c.roundTripMs / c.floorMs, 2), `${k.count} + ${k.sample} + ${k.page} (${k.empty})${k.metadata ? ` + ${k.metadata} $metadata` : ''}`, c.maxInFlight, `${fixed(c.cpu.provider)} / ${fixed(c.cpu.consumer)}`].join(' | ')} |`)
+        lines.push(`| ${[row.n, row.latency, p, label, fixed(c.ms), `${fixed(c.floorMs)} (${c.pages})`, fixed(c.ms / c.floorMs, 2), fixed(c.best.ratio, 2), fixed(c.roundTripMs / c.floorMs, 2), fixed(cpuBound(c.cpu) / c.floorMs, 2), `${k.count} + ${k.sample} + ${k.page} (${k.empty})${k.metadata ? ` + ${k.metadata} $metadata` : ''}`, c.maxInFlight, `${fixed(c.cpu.provider)} / ${fixed(c.cpu.consumer)}`].join(' | ')} |`)
       }
       const at = `N=${row.n} ${row.latency} ms parallel ${p}`
       checks.push([`${at}: no-change delta requests`, cells.noChange.requests, '= 1', cells.noChange.requests === 1])
       if (row.latency === 50 && p > 1) {
-        checks.push([`${at}: 5 % delta / floor (best round; round trips alone allow ${fixed(cells.delta.roundTripMs / cells.delta.floorMs, 2)})`, cells.delta.best.ratio, `≤ ${CELL_TARGETS.delta}`, cells.delta.best.ratio <= CELL_TARGETS.delta])
-        checks.push([`${at}: key sweep / floor (best round; round trips alone allow ${fixed(cells.sweep.roundTripMs / cells.sweep.floorMs, 2)})`, cells.sweep.best.ratio, `≤ ${CELL_TARGETS.sweep}`, cells.sweep.best.ratio <= CELL_TARGETS.sweep])
+        checks.push([`${at}: 5 % delta / floor (best round; round trips alone allow ${fixed(cells.delta.roundTripMs / cells.delta.floorMs, 2)}, this machine's CPU ${fixed(cpuBound(cells.delta.cpu) / cells.delta.floorMs, 2)})`, cells.delta.best.ratio, `≤ ${CELL_TARGETS.delta}`, cells.delta.best.ratio <= CELL_TARGETS.delta])
+        checks.push([`${at}: key sweep / floor (best round; round trips alone allow ${fixed(cells.sweep.roundTripMs / cells.sweep.floorMs, 2)}, this machine's CPU ${fixed(cpuBound(cells.sweep.cpu) / cells.sweep.floorMs, 2)})`, cells.sweep.best.ratio, `≤ ${CELL_TARGETS.sweep}`, cells.sweep.best.ratio <= CELL_TARGETS.sweep])
       }
     }
   }

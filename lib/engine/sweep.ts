@@ -34,9 +34,9 @@ import { ql, type QueryRunner } from '../model/ql.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { PreparedPipeline } from './run-types.js'
 import type { WriteContext } from '../adapters/types.js'
-import { rangesOf } from '../adapters/source/partitions.js'
+import { rangeBounds } from '../adapters/source/partitions.js'
 import { sequentialNote } from '../adapters/source/base.js'
-import type { Predicate } from '../adapters/predicate.js'
+import { and, type Predicate } from '../adapters/predicate.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -144,10 +144,10 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
   if (counts.rows === 0) return 0
   const compare = comparator(order, entity)
   const guard: Guard = { limit: force ? Infinity : Math.floor(maxShare * counts.rows), planned: 0, maxShare, rows: counts.rows, name }
-  const readTarget = (within?: Predicate) => target.readKeys!(order, pipeline.batchSize, within)
-  const merge = (keys: AsyncIterable<DataRecord[]>, within?: Predicate, bounds?: KeyBounds) => mergeKeys(
+  const readTarget = (range?: { from?: Predicate; to?: Predicate }) => target.readKeys!(order, pipeline.batchSize, range && and(range.from, range.to), range && { to: range.to })
+  const merge = (keys: AsyncIterable<DataRecord[]>, range?: { from?: Predicate; to?: Predicate }, bounds?: KeyBounds) => mergeKeys(
     new KeyCursor(keys[Symbol.asyncIterator](), sourceOrder ?? order, compare, 'source', bounds),
-    new KeyCursor(readTarget(within)[Symbol.asyncIterator](), order, compare, 'target', bounds),
+    new KeyCursor(readTarget(range)[Symbol.asyncIterator](), order, compare, 'target', bounds),
     { order, compare, guard, counts, chunk: pipeline.batchSize, remove: keys => target.deleteKeys!(keys, context) })
   // `parallel` > 1: the source's keys in ranges listed at once, each merged with the replica's keys of the same range
   const ranges = await source.keyRanges()
@@ -162,7 +162,7 @@ async function sweep(prepared: PreparedPipeline, context: WriteContext, counts: 
   }
   // the boundaries in target names (same positions as the source's key order)
   const bounds = ranges.boundaries.map(bound => Object.fromEntries(order.map((column, i) => [column, bound[(sourceOrder ?? order)[i]]])))
-  const within = rangesOf(order, bounds)
+  const within = rangeBounds(order, bounds)
   const tuples = bounds.map(bound => order.map(column => bound[column] ?? null))
   const merges = within.map((range, k) => merge(ranges.keys(k), range, { from: tuples[k - 1], to: tuples[k] }).catch(error => {
     // one range failed: the others stop sending (their merges end with that error too)

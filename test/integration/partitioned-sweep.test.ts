@@ -4,6 +4,7 @@
  * provider (a child process) counts the requests open at once and when each arrived
  * (test/fixtures/provider/srv/faults.js).
  */
+import cds from '@sap/cds'
 import { ql, useConsumer } from '../helpers/consumer'
 
 const ctx = useConsumer()
@@ -40,10 +41,20 @@ describe('partitioned deletes sweep', () => {
     await ctx.provider.control.removeItems({ from: 95, count: 10 })
     await ctx.provider.control.removeItems({ from: 196, count: 5 })
     await ctx.provider.control.faults({ delay: DELAY }) // a long round trip: ranges at once pay
+    // the replica's key pages: each with one lower bound (its range's start, or after its previous page's
+    // last key), never both: SQLite ranges its index scan on one and would scan from the range's start
+    const replicaLowerBounds: number[] = []
+    const db = await cds.connect.to('db')
+    db.before('READ', TARGET, req => {
+      const where = JSON.stringify((req.query as { SELECT?: { where?: unknown } }).SELECT?.where ?? [])
+      replicaLowerBounds.push((where.match(/"(>|>=)"/g) ?? []).length)
+    })
     const before = await ctx.requestCount()
     expect(await ctx.run(name)).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 0, deleted: 18 } })
     expect(await ids()).toEqual([...range(1, 4), ...range(8, 94), ...range(105, 195)])
     expect(await lastSweep(name)).toMatchObject({ status: 'completed', deleted: 18, sourceKeys: 182, targetKeys: 200 })
+    expect(replicaLowerBounds.filter(n => n > 0).length).toBeGreaterThan(4)
+    expect(Math.max(...replicaLowerBounds)).toBe(1)
 
     const { stats, requests } = await requestsSince(before)
     expect(stats.maxInFlight).toBeGreaterThan(1)

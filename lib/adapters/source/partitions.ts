@@ -90,9 +90,10 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
         const sent = performance.now()
         const page = await read.fetchPage(request)
         // pages only: a boundary sample (one row) or the first request (a cold start) is no page time;
-        // a range's first page also counts the range (at 1M rows those counts made the pages beside
-        // them look slow, and the read stepped back for the rest of the run): it fills the window unjudged
-        if (timed) concurrency.observe(level, request.count ? undefined : performance.now() - sent)
+        // a range's first page went out beside every other range's (more than the level), and may
+        // count its range (at 1M rows those counts made the pages beside them look slow, and the read
+        // stepped back for the rest of the run): it fills the window unjudged
+        if (timed) concurrency.observe(level, request.count || opening ? undefined : performance.now() - sent)
         return page
       }), opening ? read.parallel : undefined)
     }, read.retry, (error, attempt, delay) => {

@@ -35,9 +35,12 @@ export abstract class BaseTargetAdapter {
   /**
    * Deletes sweep (optional): the keys of the rows this pipeline owns (`ownedRows`), the given
    * key columns only, ascending in that column order, in pages of at most `size` rows; only
-   * those matching `within` where given (a key range of a partitioned sweep).
+   * those matching `within` where given (a key range of a partitioned sweep). `range.to`, where
+   * given, is `within` without its lower bound: enough for every page after the first, which start
+   * after their previous page's last key (a database ranges its index scan on one lower bound and
+   * would scan from the range's start on every page).
    */
-  readKeys?(columns: string[], size: number, within?: Predicate): AsyncIterable<DataRecord[]>
+  readKeys?(columns: string[], size: number, within?: Predicate, range?: { to?: Predicate }): AsyncIterable<DataRecord[]>
 
   /** Deletes (optional): removes the owned rows with these keys (target names); returns how many existed. */
   deleteKeys?(keys: DataRecord[], context: WriteContext): Promise<number>

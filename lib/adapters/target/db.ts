@@ -167,11 +167,11 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   }
 
   /** Deletes sweep: owned keys in keyset pages (`where (columns) > (last row)`), never one unbounded read. */
-  override async *readKeys(columns: string[], size: number, within?: Predicate): AsyncGenerator<DataRecord[]> {
+  override async *readKeys(columns: string[], size: number, within?: Predicate, range?: { to?: Predicate }): AsyncGenerator<DataRecord[]> {
     const owned = ownedRows(this.pipeline)
     let last: DataRecord | undefined
     for (;;) {
-      const filter = and(owned, within, last && after(columns, last))
+      const filter = last ? and(owned, range ? range.to : within, after(columns, last)) : and(owned, within)
       const query = ql.SELECT.from(this.entity!.name).columns(...columns).orderBy(...columns).limit(size)
       if (filter) query.where(toCqn(filter))
       const rows = (await this.db!.run(query)) as DataRecord[]
