@@ -48,7 +48,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, processCpuMs, serveRequests, sqliteEnv, startProvider, startWorker } from './helpers.mjs'
-import { cellLine, cellReport, cellRunner, measureCells, summarize } from './latency-delta.mjs'
+import { cellLine, cellReport, cellRunner, measureCells, sequentialRead, summarize } from './latency-delta.mjs'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '..')
@@ -158,23 +158,11 @@ async function quiet() {
   }
 }
 
-/** A plain sequential keyset read of all pages with fetch (what a sequential copy waits for at least). */
+/** A plain sequential keyset read of all `n` rows through `base` (the floor's own read, latency-delta.mjs). */
 async function rawRead(base, n) {
-  const t0 = now()
-  let last
-  let rows = 0
-  let pages = 0
-  for (;;) {
-    const filter = last === undefined ? '' : `&$filter=${encodeURIComponent(`ID gt ${last}`)}`
-    const response = await fetch(`${base}/odata/v4/catalog/${SOURCE}?$select=${COLUMNS.join(',')}&$orderby=ID${filter}&$top=${BATCH}${last === undefined ? '&$count=true' : ''}`)
-    const { value } = await response.json()
-    pages++
-    rows += value.length
-    if (value.length < BATCH) break
-    last = value.at(-1).ID
-  }
-  if (rows !== n) throw new Error(`raw read: ${rows} rows of ${n}`)
-  return { ms: now() - t0, pages }
+  const read = await sequentialRead(base, { entity: SOURCE, select: COLUMNS, order: ['ID'] })
+  if (read.rows !== n) throw new Error(`raw read: ${read.rows} rows of ${n}`)
+  return read
 }
 
 async function main() {
