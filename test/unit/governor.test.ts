@@ -74,20 +74,24 @@ describe('Concurrency', () => {
     expect(concurrency.level).toBe(2)
   })
 
-  test('requests without a page time (a range\'s first page) fill a level\'s window without being judged', () => {
+  test('requests without a page time (a range\'s first page) are no part of a level\'s window', () => {
     const concurrency = new Concurrency(8)
+    for (let i = 0; i < 8; i++) concurrency.observe(2)
+    expect(concurrency.level).toBe(2)
     for (let i = 0; i < 3; i++) concurrency.observe(2, 40)
+    expect(concurrency.level).toBe(2)
+    concurrency.observe(2, 40)
     expect(concurrency.level).toBe(4)
-    concurrency.observe(4)
-    concurrency.observe(4)
-    concurrency.observe(4, 45)
-    concurrency.observe(4, 45)
+  })
+
+  test('one slow page in a window does not step back', () => {
+    const concurrency = new Concurrency(8)
+    feed(concurrency, 4, () => 60)
+    expect(concurrency.level).toBe(4)
+    feed(concurrency, 4, () => 60)
+    expect(concurrency.level).toBe(8)
+    const times = [60, 400, 60, 70, 60, 65, 60, 60]
+    for (const ms of times) concurrency.observe(8, ms)
     expect([concurrency.level, concurrency.reduced]).toEqual([8, false])
-    // a window needs one page time: the next level is judged against it
-    const unjudged = new Concurrency(8)
-    for (let i = 0; i < 5; i++) unjudged.observe(2)
-    expect(unjudged.level).toBe(2)
-    unjudged.observe(2, 40)
-    expect(unjudged.level).toBe(4)
   })
 })

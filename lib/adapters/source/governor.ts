@@ -7,10 +7,10 @@
  * single-threaded provider, a CPU-bound database, the consumer's own writes —, more requests only
  * queue, and the read goes back to the lower level for the rest of the run and says so.
  *
- * Each level is judged by the median of its own pages (one round trip's worth, at least 3), sent
+ * Each level is judged by the median of its own pages (one round trip's worth, at least 4), sent
  * at that level and answered without error: retries and 429 back-offs are not page times.
  */
-const MIN_WINDOW = 3
+const MIN_WINDOW = 4
 
 /**
  * How close to proportional the page time must grow with the level before the read steps back:
@@ -37,7 +37,6 @@ export class Concurrency {
   private readonly medians = new Map<number, number>()
   private readonly previous = new Map<number, number>()
   private samples: number[] = []
-  private unjudged = 0
 
   constructor(private readonly ceiling: number, private readonly onReduce: (change: LevelChange) => void = () => undefined) {
     this.level = Math.max(1, Math.ceil(ceiling / 4))
@@ -45,19 +44,18 @@ export class Concurrency {
 
   /**
    * A page request sent while `level` requests were allowed took `ms`. Without `ms`: a request
-   * answered at that level whose time says nothing about a page (a range's first page, which also
-   * counts the range): it fills the level's window, so the read climbs as fast, but is not judged
-   * (a window still needs one page time).
+   * answered at that level whose time says nothing about a page (a range's first page, sent beside
+   * every other range's, or counting its range): not judged, and no part of the window. A window is
+   * a round trip's worth of page times, at least MIN_WINDOW: the read steps back for the rest of
+   * the run on its median, so one slow moment (a garbage collection, a write holding the event loop)
+   * must not decide it.
    */
   observe(level: number, ms?: number): void {
-    if (level !== this.level) return // sent before the last change: says nothing about this level
-    if (ms === undefined) this.unjudged++
-    else this.samples.push(ms)
-    // a window holds at least one page time: the next level is judged against this one
-    if (!this.samples.length || this.samples.length + this.unjudged < Math.max(MIN_WINDOW, level)) return
+    if (level !== this.level || ms === undefined) return // sent before the last change: says nothing about this level
+    this.samples.push(ms)
+    if (this.samples.length < Math.max(MIN_WINDOW, level)) return
     const samples = this.samples
     this.samples = []
-    this.unjudged = 0
     const ms50 = median(samples)
     const lower = this.previous.get(level)
     const lowerMs = lower === undefined ? undefined : this.medians.get(lower)
