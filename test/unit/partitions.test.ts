@@ -116,7 +116,7 @@ describe('merged', () => {
 })
 
 describe('partitionSender', () => {
-  test('the governor gets the time of plain pages; a range\'s first page (it also counts the range) fills the window unjudged; one-row samples are neither', async () => {
+  test('the governor gets the time of plain pages; a range\'s first page (it also counts the range) is not judged; one-row samples are neither', async () => {
     // at 1M rows each range's count made the pages beside it look slow, and the read stepped back for the rest of the run
     const sender = partitionSender({ name: 'judged', top: 10, parallel: 8, retry: { maxRetries: 0, baseDelay: 1, maxDelay: 1 }, fetchPage: async () => ({ records: [] }) })
     const observe = vi.spyOn(sender.concurrency, 'observe')
@@ -127,5 +127,18 @@ describe('partitionSender', () => {
     await sender.send({ order: ['ID'], top: 10, count: false })
     expect(observe).toHaveBeenLastCalledWith(2, expect.any(Number))
     expect(observe).toHaveBeenCalledTimes(2)
+  })
+
+  test('a page answered while the consumer held its event loop (a synchronous write) counts the source\'s time, not the wait', async () => {
+    const sender = partitionSender({ name: 'busy', top: 10, parallel: 8, retry: { maxRetries: 0, baseDelay: 1, maxDelay: 1 }, fetchPage: () => new Promise(resolve => setTimeout(() => resolve({ records: [] }), 20)) })
+    const observe = vi.spyOn(sender.concurrency, 'observe')
+    const HOLD = 400
+    // the write of an earlier page: holds the event loop while the answer comes in
+    setTimeout(() => { const start = performance.now(); while (performance.now() - start < HOLD) { /* a synchronous write */ } }, 1)
+    const sent = performance.now()
+    await sender.send({ order: ['ID'], top: 10, count: false })
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(HOLD)
+    const judged = observe.mock.calls[0][1] as number
+    expect(judged).toBeLessThan(HOLD / 2)
   })
 })
