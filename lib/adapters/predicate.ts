@@ -129,11 +129,20 @@ export function before(columns: string[], bound: DataRecord): Predicate {
   return tuple(columns, bound, 'lt', 'lt')
 }
 
+/**
+ * A range bound over several columns leads with the first column's plain comparison (`a <= x and
+ * (a < x or (a = x and b < y))`), implied by the rest: a database then ranges its index scan on
+ * it in index order. Without it SQLite answered an upper bound's `or` with one index scan per
+ * alternative and sorted all their rows for each page (a delta's range on a timestamp and a key:
+ * 137 ms of provider CPU a page at 1M rows against 35 ms for a sequential page).
+ */
 function tuple(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate {
   const alternatives: Predicate[] = columns.map((column, i) =>
     and(...columns.slice(0, i).map(prev => ({ field: prev, op: 'eq' as const, value: row[prev] })), { field: column, op: i === columns.length - 1 ? lastOp : op, value: row[column] })!,
   )
-  return alternatives.length === 1 ? alternatives[0] : { or: alternatives }
+  if (alternatives.length === 1) return alternatives[0]
+  const leading: Predicate = { field: columns[0], op: op === 'gt' || op === 'ge' ? 'ge' : 'le', value: row[columns[0]] }
+  return { and: [leading, { or: alternatives }] }
 }
 
 /** Evaluates a predicate on a record in memory (REST previews, query-shape slices). */

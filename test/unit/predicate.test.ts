@@ -3,7 +3,7 @@
  * OData with literals typed by the element, keyset continuation, in-memory evaluation and
  * the slice objects of partial refresh.
  */
-import { after, and, fromSlice, matches, odataLiteral, toCqn, toODataFilter, type Predicate } from '../../lib/adapters/predicate'
+import { after, and, before, fromSlice, matches, notBefore, odataLiteral, toCqn, toODataFilter, type Predicate } from '../../lib/adapters/predicate'
 
 const types: Record<string, string> = {
   ID: 'cds.Integer', big: 'cds.Int64', price: 'cds.Decimal', title: 'cds.String', active: 'cds.Boolean',
@@ -138,6 +138,20 @@ describe('after(): keyset continuation', () => {
     const continuation = after(['t', 'ID'], { t: 2, ID: 3 })
     expect(rows.filter(row => matches(row, continuation))).toEqual([{ t: 2, ID: 4 }, { t: 3, ID: 0 }])
     expect(toODataFilter(continuation, () => 'cds.Integer', 'v4')).toBe('(t gt 2) or ((t eq 2) and (ID gt 3))')
+  })
+})
+
+describe('notBefore() / before(): range bounds', () => {
+  const rows = [1, 2, 3].flatMap(t => [1, 2, 3].map(ID => ({ t, ID })))
+  test('over several columns they lead with the first column\'s plain comparison, so a database ranges its index scan on it in order', () => {
+    expect(before(['t', 'ID'], { t: 2, ID: 2 })).toEqual({ and: [{ field: 't', op: 'le', value: 2 }, { or: [{ field: 't', op: 'lt', value: 2 }, { and: [{ field: 't', op: 'eq', value: 2 }, { field: 'ID', op: 'lt', value: 2 }] }] }] })
+    expect((notBefore(['t', 'ID'], { t: 2, ID: 2 }) as { and: Array<{ op?: string }> }).and[0]).toEqual({ field: 't', op: 'ge', value: 2 })
+    expect(before(['ID'], { ID: 2 })).toEqual({ field: 'ID', op: 'lt', value: 2 })
+  })
+
+  test('and select exactly the rows before / at or after the bound in that order', () => {
+    expect(rows.filter(row => matches(row, before(['t', 'ID'], { t: 2, ID: 2 })))).toEqual([{ t: 1, ID: 1 }, { t: 1, ID: 2 }, { t: 1, ID: 3 }, { t: 2, ID: 1 }])
+    expect(rows.filter(row => matches(row, notBefore(['t', 'ID'], { t: 2, ID: 2 })))).toEqual([{ t: 2, ID: 2 }, { t: 2, ID: 3 }, { t: 3, ID: 1 }, { t: 3, ID: 2 }, { t: 3, ID: 3 }])
   })
 })
 
