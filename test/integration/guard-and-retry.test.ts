@@ -3,6 +3,7 @@
  * that injects faults over HTTP (DESIGN "Atomic full refresh", "One run per pipeline",
  * "Retry"). Every test uses its own pipeline and target table.
  */
+import cds from '@sap/cds'
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
@@ -90,6 +91,13 @@ describe('one run per pipeline', () => {
     await ctx.provider.control.seed({ from: 1, count: 20, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'guard', source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksGuard' } })
     await ctx.provider.control.faults({ delay: 200 }) // keep the winning run busy while the others try
+    // guard attempts on the database: one — the others wait for its decision in this process
+    // (lib/engine/registry/local-runs.ts) instead of 19 transactions queuing for the pool
+    let guardAttempts = 0
+    const db = await cds.connect.to('db')
+    db.before('UPDATE', 'plugin.data_pipeline.Pipelines', req => {
+      if ((req.query as { UPDATE?: { data?: { status?: string } } }).UPDATE?.data?.status === 'running') guardAttempts++
+    })
 
     const attempts = await Promise.allSettled(Array.from({ length: 20 }, () => ctx.engine.execute('guard', { async: true })))
     const started = attempts.filter(a => a.status === 'fulfilled')
@@ -97,6 +105,7 @@ describe('one run per pipeline', () => {
     expect(started).toHaveLength(1)
     expect(rejected).toHaveLength(19)
     for (const { reason } of rejected) expect(reason).toMatchObject({ code: 'PIPELINE_RUNNING', status: 409 })
+    expect(guardAttempts).toBe(1)
 
     const outcome = await started[0].value.done
     expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 20, updated: 0, deleted: 0 } })

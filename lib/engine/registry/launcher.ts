@@ -21,6 +21,7 @@ import type { TenantFanOut } from '../fanout.js'
 import type { PipelineDefinitions } from './definitions.js'
 import type { TenantDefinitions } from './tenant-definitions.js'
 import { detached, observable } from './background.js'
+import { holdLocally } from './local-runs.js'
 import { runForTenants } from './tenant-fan-out.js'
 import type {
   EnqueuedFanOut, EnqueuedRun, ExecuteOptions, ExecuteResult, FanOutOutcome, FanOutRun, InProcessExecuteOptions, QueuedExecuteOptions, StartedRun,
@@ -129,16 +130,21 @@ export class PipelineLauncher {
   }
 
   private async launchIn(name: string, request: { mode: RunMode; trigger: ReturnType<typeof whitelistTrigger>; tenant?: string; async?: boolean }, tenant: string | undefined, afterTransaction: boolean, ended: () => void): Promise<StartedRun> {
-    const prepared = await this.definitions.prepare(name, tenant)
-    const run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
-    await detached(() => run.begin(), request.tenant)
+    let run!: PipelineRun
+    // a run this process holds rejects the trigger at once (local-runs.ts), else the database's guard decides
+    const release = await holdLocally(name, tenant, async () => {
+      const prepared = await this.definitions.prepare(name, tenant)
+      run = new PipelineRun(prepared, { mode: request.mode, trigger: request.trigger }, this.tracker, this.dispatch)
+      await detached(() => run.begin(), request.tenant)
+    })
     // outside the caller's transaction: a run commits its own batches (a read joining an HTTP
     // request's open transaction would hold the connection the batch transactions wait for)
     const execution = afterTransaction
       ? new Promise<RunOutcome>((resolve, reject) => afterCurrentTransaction(() => { detached(() => run.execute(), request.tenant).then(resolve, reject) }, QUEUED_RUN_FALLBACK))
       : detached(() => run.execute(), request.tenant)
     // (before `observable`: this handler must not count as someone observing `done`)
-    void execution.then(ended, ended)
+    const finished = () => { release(); ended() }
+    void execution.then(finished, finished)
     if (!request.async) await execution.catch(() => undefined)
     const done = observable(execution, error => LOG.error(`pipeline '${name}': run ${run.runId} failed and nobody awaited its 'done': ${(error as Error).message}`))
     return { runId: run.runId, name, done }
