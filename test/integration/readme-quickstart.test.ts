@@ -35,6 +35,7 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
   const started = Date.now()
   const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-quickstart-'))
   const bin = path.join(work, '.bin')
+  const home = path.join(work, '.home')
   const timings: string[] = []
   let cwd = work
   let tarball = ''
@@ -51,6 +52,7 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
 
   beforeAll(async () => {
     mkdirSync(bin)
+    mkdirSync(home)
     writeFileSync(path.join(bin, 'cds'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, 'node_modules/@sap/cds-dk/bin/cds.js')}" "$@"\n`)
     chmodSync(path.join(bin, 'cds'), 0o755)
     const providing = async () => {
@@ -130,7 +132,9 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
     async function restart(extra: Record<string, string> = {}) {
       await server?.stop()
       server = undefined
-      server = await startShell('cds watch', cwd, { env: { ...env(), PORT: '0', ...extra } })
+      // a home of its own: `cds watch` binds services it finds in ~/.cds-services.json, where any other
+      // app served on this machine meanwhile (another test's) registers, and would not mock CatalogService
+      server = await startShell('cds watch', cwd, { env: { ...env(), HOME: home, PORT: '0', ...extra } })
     }
     /** Step 6's request for `name`: the answer's status and message, the pipeline's lastError and its latest run's error. */
     async function runFails(name: string) {
