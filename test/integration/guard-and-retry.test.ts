@@ -96,7 +96,9 @@ describe('one run per pipeline', () => {
     let guardAttempts = 0
     const db = await cds.connect.to('db')
     db.before('UPDATE', 'plugin.data_pipeline.Pipelines', req => {
-      if ((req.query as { UPDATE?: { data?: { status?: string } } }).UPDATE?.data?.status === 'running') guardAttempts++
+      // the guard's UPDATE sets the lease (its values are in UPDATE.data on cds 10, UPDATE.with on cds 9)
+      const update = JSON.stringify((req.query as { UPDATE?: unknown }).UPDATE ?? {})
+      if (update.includes('"leaseOwner"') && update.includes('"running"')) guardAttempts++
     })
 
     const attempts = await Promise.allSettled(Array.from({ length: 20 }, () => ctx.engine.execute('guard', { async: true })))
