@@ -3,7 +3,6 @@
  * that injects faults over HTTP (DESIGN "Atomic full refresh", "One run per pipeline",
  * "Retry"). Every test uses its own pipeline and target table.
  */
-import cds from '@sap/cds'
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
@@ -93,13 +92,8 @@ describe('one run per pipeline', () => {
     await ctx.provider.control.faults({ delay: 200 }) // keep the winning run busy while the others try
     // guard attempts on the database: one — the others wait for its decision in this process
     // (lib/engine/registry/local-runs.ts) instead of 19 transactions queuing for the pool
-    let guardAttempts = 0
-    const db = await cds.connect.to('db')
-    db.before('UPDATE', 'plugin.data_pipeline.Pipelines', req => {
-      // the guard's UPDATE sets the lease (its values are in UPDATE.data on cds 10, UPDATE.with on cds 9)
-      const update = JSON.stringify((req.query as { UPDATE?: unknown }).UPDATE ?? {})
-      if (update.includes('"leaseOwner"') && update.includes('"running"')) guardAttempts++
-    })
+    const tracker = (ctx.engine as unknown as { registry: { tracker: { acquire: (...args: unknown[]) => Promise<unknown> } } }).registry.tracker
+    const acquire = vi.spyOn(tracker, 'acquire')
 
     const attempts = await Promise.allSettled(Array.from({ length: 20 }, () => ctx.engine.execute('guard', { async: true })))
     const started = attempts.filter(a => a.status === 'fulfilled')
@@ -107,7 +101,8 @@ describe('one run per pipeline', () => {
     expect(started).toHaveLength(1)
     expect(rejected).toHaveLength(19)
     for (const { reason } of rejected) expect(reason).toMatchObject({ code: 'PIPELINE_RUNNING', status: 409 })
-    expect(guardAttempts).toBe(1)
+    expect(acquire).toHaveBeenCalledTimes(1)
+    acquire.mockRestore()
 
     const outcome = await started[0].value.done
     expect(outcome).toMatchObject({ status: 'completed', statistics: { created: 20, updated: 0, deleted: 0 } })
