@@ -4,10 +4,14 @@
  * and the merge of the ranges hands on every page once and holds at most one waiting page per range.
  * (How many requests at once: test/unit/governor.test.ts.)
  */
-import { boundaryPositions, merged, partitionSender, rangesOf } from '../../lib/adapters/source/partitions'
-import { matches } from '../../lib/adapters/predicate'
+import { boundaryPositions, merged, partitionSender, rangeBounds } from '../../lib/adapters/source/partitions'
+import { and, matches } from '../../lib/adapters/predicate'
+import type { DataRecord } from '../../lib/pipeline/types'
 
-describe('rangesOf', () => {
+/** Each range's whole filter. */
+const rangesOf = (order: string[], boundaries: DataRecord[]) => rangeBounds(order, boundaries).map(({ from, to }) => and(from, to))
+
+describe('rangeBounds', () => {
   const keys = Array.from({ length: 100 }, (_, i) => i + 1)
   const bounds = (values: number[]) => values.map(ID => ({ ID }))
   const inRanges = (boundaries: number[]) => keys.map(ID => rangesOf(['ID'], bounds(boundaries)).filter(range => !range || matches({ ID }, range)).length)

@@ -4,7 +4,7 @@
  *
  * The sweep merges each range's source keys with the replica's keys of the same range (both
  * ascending), so a range proves a key missing only against its own complete listing: the ranges
- * are disjoint and cover every key (partitions.ts `rangesOf`), and the merges of all ranges
+ * are disjoint and cover every key (partitions.ts `rangeBounds`), and the merges of all ranges
  * together decide exactly what one merge over all keys would. Boundaries are sampled as in a
  * partitioned full read (the count, then one row at each k·n/p); requests share the run's slots,
  * governor and 429 back-off, and the process cap.

@@ -147,11 +147,7 @@ export async function sampleRanges(sender: PartitionSender, segment: ReadSegment
     return { boundaries, plans: rangeBounds(order, boundaries).map(({ from, to }) => ({ from: and(rest, from), to })) }
   }
   const edges = [start, ...positions, count]
-  const plans = boundaries.concat([{}]).map((_, k) => ({
-    from: k > 0 ? notBefore(order, boundaries[k - 1]) : rest,
-    to: k < boundaries.length ? before(order, boundaries[k]) : undefined,
-    rows: Math.max(0, edges[k + 1] - edges[k]),
-  }))
+  const plans = rangeBounds(order, boundaries, true).map(({ from, to }, k) => ({ from: from ?? rest, to, rows: Math.max(0, edges[k + 1] - edges[k]) }))
   return { boundaries, plans }
 }
 
@@ -251,19 +247,16 @@ function distinct(order: string[], rows: Array<DataRecord | undefined>): DataRec
 }
 
 /**
- * The filters of the ranges in the read's order (one key, composite keys, or a delta's watermark
- * columns then keys): range k holds the rows at or after boundary k and before every later
- * boundary. Disjoint and complete even if the sampled boundaries came back out of order.
+ * The ranges of the boundaries in the read's order (one key, composite keys, or a delta's watermark
+ * columns then keys): range k holds the rows at or after boundary k-1 (`from`, none for the first)
+ * and before every later boundary (`to`, none for the last): disjoint and complete even if the
+ * sampled boundaries came back out of order. `ascending`: they are in order for certain
+ * (boundary-order.ts), and the next boundary alone bounds a range.
  */
-export function rangesOf(order: string[], boundaries: DataRecord[]): Array<Predicate | undefined> {
-  return rangeBounds(order, boundaries).map(({ from, to }) => and(from, to))
-}
-
-/** The ranges of `rangesOf` as their lower bound (`from`, none for the first) and upper bounds (`to`, none for the last). */
-export function rangeBounds(order: string[], boundaries: DataRecord[]): RangePlan[] {
+export function rangeBounds(order: string[], boundaries: DataRecord[], ascending = false): RangePlan[] {
   return Array.from({ length: boundaries.length + 1 }, (_, k) => ({
     from: k > 0 ? notBefore(order, boundaries[k - 1]) : undefined,
-    to: and(...boundaries.slice(k).map(bound => before(order, bound))),
+    to: and(...boundaries.slice(k, ascending ? k + 1 : undefined).map(bound => before(order, bound))),
   }))
 }
 
