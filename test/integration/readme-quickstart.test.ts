@@ -179,7 +179,8 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
       writeFileSync(packageJson(), JSON.stringify(pkg, null, 2))
       try {
         await restart()
-        expect(server!.output()).toMatch(/mocking CatalogService/)
+        // the whole output in the message: what bound CatalogService instead, if anything did
+        expect(server!.output(), server!.output()).toMatch(/mocking CatalogService/)
         const { status, messages } = await runFails('ReplicaService.Books')
         expect(status).toBe(502)
         expect(server!.output()).toMatch(/pipeline 'ReplicaService\.Books' copies a mock, not a provider/)
