@@ -43,8 +43,8 @@ export async function sequentialRead(base, { entity, select, order, filter }) {
   let pages = 0
   let count
   for (;;) {
-    const after = last === undefined ? undefined : keysetAfter(order, last)
-    const where = [filter, after].filter(Boolean).map(x => `(${x})`).join(' and ')
+    // the filter (a lower bound in `order`) on the first page; later pages start after the last row read
+    const where = last === undefined ? filter : keysetAfter(order, last)
     const url = `${base}/odata/v4/catalog/${entity}?$select=${select.join(',')}&$orderby=${order.join(',')}${where ? `&$filter=${encodeURIComponent(where)}` : ''}&$top=${BATCH}${pages ? '' : '&$count=true'}`
     const body = await (await fetch(url)).json()
     if (!Array.isArray(body.value)) throw new Error(`${url}: ${JSON.stringify(body).slice(0, 300)}`)
@@ -67,7 +67,8 @@ function keysetAfter(order, row) {
   // UUIDs and timestamps are plain literals in OData V4
   if (order.length === 1) return `${order[0]} gt ${row[order[0]]}`
   const [a, b] = order
-  return `${a} gt ${row[a]} or (${a} eq ${row[a]} and ${b} gt ${row[b]})`
+  // led by a plain comparison on the first column, as the product sends it (SQLite keeps to index order)
+  return `${a} ge ${row[a]} and (${a} gt ${row[a]} or ${b} gt ${row[b]})`
 }
 
 /** The least a partitioned read of `pages` pages takes in round trips: first page + samples + the ranges' pages. */

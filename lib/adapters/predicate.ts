@@ -110,13 +110,10 @@ export function toODataFilter(predicate: Predicate, typeOf: (field: string) => s
 
 /**
  * Keyset continuation: rows strictly after `last` in the order of `columns`
- * (`a > x or (a = x and b > y) …`).
+ * (`a >= x and (a > x or (a = x and b > y) …)`, see `tuple`).
  */
 export function after(columns: string[], last: DataRecord): Predicate {
-  const alternatives: Predicate[] = columns.map((column, i) =>
-    and(...columns.slice(0, i).map(prev => ({ field: prev, op: 'eq' as const, value: last[prev] })), { field: column, op: 'gt', value: last[column] })!,
-  )
-  return alternatives.length === 1 ? alternatives[0] : { or: alternatives }
+  return tuple(columns, last, 'gt', 'gt')
 }
 
 /** Rows at or after `first` in the order of `columns` (a key range's lower end). */
@@ -130,19 +127,29 @@ export function before(columns: string[], bound: DataRecord): Predicate {
 }
 
 /**
- * A range bound over several columns leads with the first column's plain comparison (`a <= x and
- * (a < x or (a = x and b < y))`), implied by the rest: a database then ranges its index scan on
- * it in index order. Without it SQLite answered an upper bound's `or` with one index scan per
+ * A bound over several columns (a keyset continuation, a range's ends) leads with the first
+ * column's plain comparison (`a <= x and (a < x or (a = x and b < y))`), implied by the rest: a
+ * database then ranges its index scan on it in index order. Without it SQLite answered an upper bound's `or` with one index scan per
  * alternative and sorted all their rows for each page (a delta's range on a timestamp and a key:
  * 137 ms of provider CPU a page at 1M rows against 35 ms for a sequential page).
  */
 function tuple(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate {
-  const alternatives: Predicate[] = columns.map((column, i) =>
-    and(...columns.slice(0, i).map(prev => ({ field: prev, op: 'eq' as const, value: row[prev] })), { field: column, op: i === columns.length - 1 ? lastOp : op, value: row[column] })!,
-  )
+  const alternatives = lexicographic(columns, row, op, lastOp)
   if (alternatives.length === 1) return alternatives[0]
   const leading: Predicate = { field: columns[0], op: op === 'gt' || op === 'ge' ? 'ge' : 'le', value: row[columns[0]] }
   return { and: [leading, { or: alternatives }] }
+}
+
+/** The alternatives of a lexicographic comparison: `a > x`, `a = x and b > y`, … (the last column with `lastOp`). */
+function lexicographic(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate[] {
+  return columns.map((column, i) =>
+    and(...columns.slice(0, i).map(prev => ({ field: prev, op: 'eq' as const, value: row[prev] })), { field: column, op: i === columns.length - 1 ? lastOp : op, value: row[column] })!,
+  )
+}
+
+/** The rows strictly after `last` in the order of `columns` as alternatives of an `or` (inside a bound that already leads). */
+export function afterAlternatives(columns: string[], last: DataRecord): Predicate[] {
+  return lexicographic(columns, last, 'gt', 'gt')
 }
 
 /** Evaluates a predicate on a record in memory (REST previews, query-shape slices). */

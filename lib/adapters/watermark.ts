@@ -15,7 +15,7 @@
  */
 import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
 import type { TrackerState } from './types.js'
-import { after, type Predicate } from './predicate.js'
+import { afterAlternatives, type Predicate } from './predicate.js'
 import { rangeOf, type RangeLedger } from './ranges.js'
 
 export interface ReadSegment {
@@ -23,9 +23,11 @@ export interface ReadSegment {
   /** Columns (source names) giving a total order; keys last. */
   order: string[]
   /**
-   * A lower bound in `order` for the first page only (a key range's start): later pages start
-   * after the last row read, which lies within it. Sent once, it leaves the source one lower bound
-   * per page (SQLite, for one, ranges its index scan on one of several and filters the rest).
+   * A lower bound in `order` for the first page only (a delta's watermark, a key range's start):
+   * later pages start after the last row read, which lies within it. Sent once, it leaves the
+   * source one lower bound per page (SQLite, for one, ranges its index scan on one of several and
+   * filters the rest: a watermark sent with every page had it walk the rows tied at the watermark
+   * on every page).
    */
   from?: Predicate
 }
@@ -99,14 +101,17 @@ function periodOf(type: string | undefined): number {
   return DATE_PERIOD
 }
 
-/** The ordered reads of one run. */
+/**
+ * The ordered reads of one run. A watermark is a lower bound in the segment's order (`from`):
+ * the first page asks for it, each later page only for the rows after the last one read.
+ */
 export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: string[]): ReadSegment[] {
   if (tracker.mode !== 'delta' || plan.mode === 'none') return [{ order: keys }]
   if (plan.mode === 'key') {
     const field = plan.field!
     const order = [field, ...keys.filter(k => k !== field)]
     const lastKey = tracker.lastKey === null || parseTieCursor(tracker.lastKey) ? null : tracker.lastKey
-    return [{ order, filter: lastKey === null ? undefined : { field, op: 'gt', value: keyValue(lastKey) } }]
+    return [{ order, from: lastKey === null ? undefined : { field, op: 'gt', value: keyValue(lastKey) } }]
   }
   const fields = plan.mode === 'timestamp' ? [plan.field!] : [plan.dateField!, plan.timeField!]
   const order = [...fields, ...keys.filter(k => !fields.includes(k))]
@@ -114,24 +119,18 @@ export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: strin
     // first delta run: rows without a watermark value first, then the rest in watermark order
     return [
       { order: keys, filter: { field: fields[0], op: 'eq', value: null } },
-      { order, filter: { field: fields[0], op: 'ne', value: null } },
+      { order, from: { field: fields[0], op: 'ne', value: null } },
     ]
   }
   const cursor = plan.ties && settledCursor(plan.ties, tracker, keys.filter(k => !fields.includes(k)))
   if (plan.mode === 'timestamp') {
     const inclusive: Predicate = { field: fields[0], op: 'ge', value: tracker.lastSync }
-    return [{ order, filter: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: tracker.lastSync }, ...alternatives(cursor)] }] } : inclusive }]
+    return [{ order, from: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: tracker.lastSync }, ...afterAlternatives(cursor.keys, cursor.after)] }] } : inclusive }]
   }
   const [date, time] = splitUtc(tracker.lastSync)
   const inclusive: Predicate = { or: [{ field: fields[0], op: 'gt', value: date }, { and: [{ field: fields[0], op: 'eq', value: date }, { field: fields[1], op: 'ge', value: time }] }] }
   // within the inclusive rows, `date > d or time > t` is "a later date, or the same date and a later time"
-  return [{ order, filter: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: date }, { field: fields[1], op: 'gt', value: time }, ...alternatives(cursor)] }] } : inclusive }]
-}
-
-/** The rows after the cursor within its value, as alternatives of an `or`. */
-function alternatives(cursor: { keys: string[]; after: DataRecord }): Predicate[] {
-  const predicate = after(cursor.keys, cursor.after)
-  return 'or' in predicate ? predicate.or : [predicate]
+  return [{ order, from: cursor ? { and: [inclusive, { or: [{ field: fields[0], op: 'gt', value: date }, { field: fields[1], op: 'gt', value: time }, ...afterAlternatives(cursor.keys, cursor.after)] }] } : inclusive }]
 }
 
 /**

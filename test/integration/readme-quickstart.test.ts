@@ -132,8 +132,10 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
     async function restart(extra: Record<string, string> = {}) {
       await server?.stop()
       server = undefined
-      // a home of its own: `cds watch` binds services it finds in ~/.cds-services.json, where any other
-      // app served on this machine meanwhile (another test's) registers, and would not mock CatalogService
+      // a home of its own, its registry emptied: `cds watch` binds services it finds in
+      // ~/.cds-services.json, where any other app served on this machine meanwhile (another test's)
+      // registers, and where a server stopped while it restarted may have left its entries
+      rmSync(path.join(home, '.cds-services.json'), { force: true })
       server = await startShell('cds watch', cwd, { env: { ...env(), HOME: home, PORT: '0', ...extra } })
     }
     /** Step 6's request for `name`: the answer's status and message, the pipeline's lastError and its latest run's error. */
@@ -173,6 +175,10 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
     })
 
     test('no provider URL (step 2 without -c): cds watch mocks the service; the answer says to bind it', async () => {
+      // stopped first: a running `cds watch` would restart on the edit, mock CatalogService and register
+      // it in the registry; stopped mid-restart, that entry stays, and the next app binds to it
+      await server?.stop()
+      server = undefined
       const original = readFileSync(packageJson(), 'utf8')
       const pkg = JSON.parse(original)
       delete pkg.cds.requires.CatalogService.credentials

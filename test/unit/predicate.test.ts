@@ -120,13 +120,19 @@ describe('after(): keyset continuation', () => {
     expect(after(['ID'], { ID: 7, title: 'x' })).toEqual({ field: 'ID', op: 'gt', value: 7 })
   })
 
-  test('several columns → lexicographic: a > x or (a = x and b > y) or …', () => {
+  test('several columns → lexicographic, led by the first column\'s plain comparison: a >= x and (a > x or (a = x and b > y) or …)', () => {
+    // the lead keeps a database's index scan in order once a delta's later pages carry the continuation alone
     const last = { modifiedAt: '2026-01-01T00:00:00.000Z', ID: 7, sub: 'b' }
     expect(after(['modifiedAt', 'ID', 'sub'], last)).toEqual({
-      or: [
-        { field: 'modifiedAt', op: 'gt', value: last.modifiedAt },
-        { and: [{ field: 'modifiedAt', op: 'eq', value: last.modifiedAt }, { field: 'ID', op: 'gt', value: 7 }] },
-        { and: [{ field: 'modifiedAt', op: 'eq', value: last.modifiedAt }, { field: 'ID', op: 'eq', value: 7 }, { field: 'sub', op: 'gt', value: 'b' }] },
+      and: [
+        { field: 'modifiedAt', op: 'ge', value: last.modifiedAt },
+        {
+          or: [
+            { field: 'modifiedAt', op: 'gt', value: last.modifiedAt },
+            { and: [{ field: 'modifiedAt', op: 'eq', value: last.modifiedAt }, { field: 'ID', op: 'gt', value: 7 }] },
+            { and: [{ field: 'modifiedAt', op: 'eq', value: last.modifiedAt }, { field: 'ID', op: 'eq', value: 7 }, { field: 'sub', op: 'gt', value: 'b' }] },
+          ],
+        },
       ],
     })
   })
@@ -137,7 +143,7 @@ describe('after(): keyset continuation', () => {
     ]
     const continuation = after(['t', 'ID'], { t: 2, ID: 3 })
     expect(rows.filter(row => matches(row, continuation))).toEqual([{ t: 2, ID: 4 }, { t: 3, ID: 0 }])
-    expect(toODataFilter(continuation, () => 'cds.Integer', 'v4')).toBe('(t gt 2) or ((t eq 2) and (ID gt 3))')
+    expect(toODataFilter(continuation, () => 'cds.Integer', 'v4')).toBe('(t ge 2) and ((t gt 2) or ((t eq 2) and (ID gt 3)))')
   })
 })
 

@@ -4,11 +4,14 @@
  * only, with their rows known from the sample positions (no count per range, short URLs); others
  * keep every later boundary and a count. Every range's first page goes out at once. A key listing
  * for a sweep ends on an empty page only, never on a count. The source here is an in-memory table
- * that evaluates the read's predicates.
+ * that evaluates the read's predicates. A delta's watermark bounds its first request (and the
+ * boundary samples) only.
  */
 import { compareRows, inSourceOrder } from '../../lib/adapters/source/boundary-order'
 import { partitionedPages } from '../../lib/adapters/source/partitions'
-import { segmentPages, type PageRequest, type PageResult } from '../../lib/adapters/source/pager'
+import { pagesOf, segmentPages, type PageRequest, type PageResult } from '../../lib/adapters/source/pager'
+import { readSegments, type DeltaPlan } from '../../lib/adapters/watermark'
+import type { TrackerState } from '../../lib/adapters/types'
 import { matches, type Predicate } from '../../lib/adapters/predicate'
 import type { DataRecord } from '../../lib/pipeline/types'
 
@@ -135,5 +138,40 @@ describe('key listings (sweeps) end on an empty page, never on a count', () => {
     const counted = await readAll(segmentPages({ order: ['ID'] }, 10, growing()))
     expect(counted).toHaveLength(20)
     expect(counted.map(row => row.ID)).not.toContain(200)
+  })
+})
+
+describe("a delta's watermark bounds its first request only", () => {
+  // 400 rows tied at the stored value (a bulk load), of which the last run read up to ID 300, then 200 later rows
+  const V = '2026-01-05T00:00:00.000Z'
+  const rows: DataRecord[] = [
+    ...Array.from({ length: 400 }, (_, i) => ({ ID: i + 1, modifiedAt: V })),
+    ...Array.from({ length: 200 }, (_, i) => ({ ID: 401 + i, modifiedAt: `2026-01-06T00:00:00.${String(i).padStart(3, '0')}Z` })),
+  ]
+  const plan: DeltaPlan = { mode: 'timestamp', field: 'modifiedAt', ties: { keys: ['ID'], precision: 1, settle: 60_000 } }
+  const cursor = JSON.stringify({ at: V, after: { ID: 300 }, readAt: '2026-01-05T01:00:00.000Z' })
+  const state = { mode: 'delta', lastSync: V, lastKey: cursor } as TrackerState
+  const expected = rows.filter(row => row.modifiedAt !== V || (row.ID as number) > 300).map(row => row.ID)
+  /** Requests whose filter holds the watermark bound (SQLite ranges its index scan on one lower bound: with two, each page walks the tie). */
+  const bounded = (requests: PageRequest[], bound: Predicate) => requests.filter(request => JSON.stringify(request.filter ?? {}).includes(JSON.stringify(bound))).length
+
+  test('page after page: the first page asks for the watermark, each later page for the rows after the last one read', async () => {
+    const [segment] = readSegments(plan, state, ['ID'])
+    const source = tableSource(rows)
+    const read = await readAll(pagesOf([segment], 20, source.fetchPage))
+    expect(read.map(row => row.ID)).toEqual(expected)
+    expect(source.requests.length).toBeGreaterThan(10)
+    expect(bounded(source.requests, segment.from!)).toBe(1)
+  })
+
+  test('partitioned: the first page and the boundary samples ask for it, the ranges start at their boundaries', async () => {
+    const [segment] = readSegments(plan, state, ['ID'])
+    const source = tableSource(rows)
+    const read = await readAll(partitionedPages({ name: 't', segment, top: 20, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
+    expect(read.map(row => row.ID).sort((a, b) => (a as number) - (b as number))).toEqual(expected)
+    const samples = source.requests.filter(request => request.skip !== undefined)
+    expect(samples).toHaveLength(3)
+    expect(bounded(samples, segment.from!)).toBe(3)
+    expect(bounded(source.requests, segment.from!)).toBe(1 + samples.length)
   })
 })

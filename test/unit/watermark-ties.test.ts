@@ -97,32 +97,32 @@ describe('readSegments: after the cursor once the value has settled', () => {
 
   test('an older release (lastSync without cursor), a key watermark or a cursor of another value: inclusive as before', () => {
     for (const lastKey of [null, '42', 'garbage {', cursor({ ID: 5 }, at(10 * MINUTE), '2026-01-04T00:00:00.000Z')])
-      expect(readSegments(plan(), state({ lastSync: V, lastKey }), ['ID'])).toEqual([{ order: ['modifiedAt', 'ID'], filter: inclusive }])
+      expect(readSegments(plan(), state({ lastSync: V, lastKey }), ['ID'])).toEqual([{ order: ['modifiedAt', 'ID'], from: inclusive }])
   })
 
   test('inside the settle window (read too soon after the value, which a new write may still carry): inclusive', () => {
-    expect(readSegments(plan(), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(MINUTE)) }), ['ID'])[0].filter).toEqual(inclusive)
+    expect(readSegments(plan(), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(MINUTE)) }), ['ID'])[0].from).toEqual(inclusive)
     // a Date value is given to writes for a day in every time zone
-    expect(readSegments(plan(['ID'], 36 * 3_600_000), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(24 * 3_600_000)) }), ['ID'])[0].filter).toEqual(inclusive)
+    expect(readSegments(plan(['ID'], 36 * 3_600_000), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(24 * 3_600_000)) }), ['ID'])[0].from).toEqual(inclusive)
   })
 
   test('settled: later values, or the same value after the cursor', () => {
     const [segment] = readSegments(plan(), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(MINUTE + 1)) }), ['ID'])
     expect(segment).toEqual({
       order: ['modifiedAt', 'ID'],
-      filter: { and: [inclusive, { or: [{ field: 'modifiedAt', op: 'gt', value: V }, { field: 'ID', op: 'gt', value: 5 }] }] },
+      from: { and: [inclusive, { or: [{ field: 'modifiedAt', op: 'gt', value: V }, { field: 'ID', op: 'gt', value: 5 }] }] },
     })
     // delta.settle 0: as soon as the value's period ended
-    expect(readSegments(plan(['ID'], 1000, 0), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(1000)) }), ['ID'])[0].filter).not.toEqual(inclusive)
-    expect(readSegments(plan(['ID'], 1000, 0), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(999)) }), ['ID'])[0].filter).toEqual(inclusive)
+    expect(readSegments(plan(['ID'], 1000, 0), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(1000)) }), ['ID'])[0].from).not.toEqual(inclusive)
+    expect(readSegments(plan(['ID'], 1000, 0), state({ lastSync: V, lastKey: cursor({ ID: 5 }, at(999)) }), ['ID'])[0].from).toEqual(inclusive)
   })
 
   test('a cursor missing a key of the entity (its keys changed) is not used', () => {
-    expect(readSegments(plan(['a', 'b']), state({ lastSync: V, lastKey: cursor({ a: 'x' }, at(10 * MINUTE)) }), ['a', 'b'])[0].filter).toEqual(inclusive)
+    expect(readSegments(plan(['a', 'b']), state({ lastSync: V, lastKey: cursor({ a: 'x' }, at(10 * MINUTE)) }), ['a', 'b'])[0].from).toEqual(inclusive)
   })
 
   test('key mode ignores a tie cursor left in lastKey by an earlier timestamp configuration', () => {
-    expect(readSegments({ mode: 'key', field: 'ID' }, state({ lastKey: cursor({ ID: 5 }, at(MINUTE)) }), ['ID'])).toEqual([{ order: ['ID'], filter: undefined }])
+    expect(readSegments({ mode: 'key', field: 'ID' }, state({ lastKey: cursor({ ID: 5 }, at(MINUTE)) }), ['ID'])).toEqual([{ order: ['ID'], from: undefined }])
   })
 
   test('datetime-fields: a later date, or a later time, or the same date and time after the cursor', () => {
@@ -132,14 +132,14 @@ describe('readSegments: after the cursor once the value has settled', () => {
       { ID: 1, d: '2026-01-04', t: '23:59:59' }, { ID: 3, d: '2026-01-05', t: '00:00:00' }, { ID: 4, d: '2026-01-05', t: '00:00:00' },
       { ID: 5, d: '2026-01-05', t: '00:00:00' }, { ID: 2, d: '2026-01-05', t: '00:00:01' }, { ID: 0, d: '2026-01-06', t: '00:00:00' }, { ID: 9, d: '2026-01-06', t: null },
     ]
-    expect(rows.filter(row => matches(row, segment.filter!)).map(row => row.ID)).toEqual([5, 2, 0, 9])
+    expect(rows.filter(row => matches(row, segment.from!)).map(row => row.ID)).toEqual([5, 2, 0, 9])
   })
 })
 
 describe('what the exclusive read takes, per key kind', () => {
   const settledAt = at(10 * MINUTE)
   const read = (keys: string[], last: Record<string, unknown>, rows: Array<Record<string, unknown>>) =>
-    rows.filter(row => matches(row, readSegments(plan(keys), state({ lastSync: V, lastKey: cursor(last, settledAt) }), keys)[0].filter!))
+    rows.filter(row => matches(row, readSegments(plan(keys), state({ lastSync: V, lastKey: cursor(last, settledAt) }), keys)[0].from!))
 
   test('integer, String and UUID keys: rows at the value above the cursor, all later values, nothing at or below it', () => {
     const before = '2026-01-04T00:00:00.000Z', later = '2026-01-06T00:00:00.000Z'
@@ -159,12 +159,12 @@ describe('what the exclusive read takes, per key kind', () => {
     const types: Record<string, string> = { modifiedAt: 'cds.Timestamp', ID: 'cds.UUID', a: 'cds.String', b: 'cds.Integer' }
     const uuid = '0f8fad5b-d9cb-469f-a165-70867728950e'
     const [single] = readSegments(plan(['ID']), state({ lastSync: V, lastKey: cursor({ ID: uuid }, settledAt) }), ['ID'])
-    expect(toODataFilter(single.filter!, f => types[f], 'v4')).toBe(`(modifiedAt ge ${V}) and ((modifiedAt gt ${V}) or (ID gt ${uuid}))`)
-    expect(toODataFilter(single.filter!, f => types[f], 'v2')).toBe(`(modifiedAt ge datetimeoffset'${V}') and ((modifiedAt gt datetimeoffset'${V}') or (ID gt guid'${uuid}'))`)
+    expect(toODataFilter(single.from!, f => types[f], 'v4')).toBe(`(modifiedAt ge ${V}) and ((modifiedAt gt ${V}) or (ID gt ${uuid}))`)
+    expect(toODataFilter(single.from!, f => types[f], 'v2')).toBe(`(modifiedAt ge datetimeoffset'${V}') and ((modifiedAt gt datetimeoffset'${V}') or (ID gt guid'${uuid}'))`)
     const [composite] = readSegments(plan(['a', 'b']), state({ lastSync: V, lastKey: cursor({ a: "O'Neil", b: 3 }, settledAt) }), ['a', 'b'])
-    expect(toODataFilter(composite.filter!, f => types[f], 'v4'))
+    expect(toODataFilter(composite.from!, f => types[f], 'v4'))
       .toBe(`(modifiedAt ge ${V}) and ((modifiedAt gt ${V}) or (a gt 'O''Neil') or ((a eq 'O''Neil') and (b gt 3)))`)
-    expect(toCqn(composite.filter as Predicate)).toEqual([
+    expect(toCqn(composite.from as Predicate)).toEqual([
       { xpr: [{ ref: ['modifiedAt'] }, '>=', { val: V }] }, 'and',
       { xpr: [{ xpr: [{ ref: ['modifiedAt'] }, '>', { val: V }] }, 'or', { xpr: [{ ref: ['a'] }, '>', { val: "O'Neil" }] }, 'or',
         { xpr: [{ xpr: [{ ref: ['a'] }, '=', { val: "O'Neil" }] }, 'and', { xpr: [{ ref: ['b'] }, '>', { val: 3 }] }] }] },
@@ -180,7 +180,7 @@ describe('loss-free: a delta sequence against a table changing between runs', ()
     return (table: Array<{ ID: number; modifiedAt: string }>, now: Date) => {
       const tracker = new WatermarkTracker(p, watermark, now)
       const segments = readSegments(p, state(watermark), ['ID'])
-      const taken = segments.flatMap(s => table.filter(row => !s.filter || matches(row, s.filter))
+      const taken = segments.flatMap(s => table.filter(row => [s.filter, s.from].every(p => !p || matches(row, p)))
         .sort((x, y) => x.modifiedAt.localeCompare(y.modifiedAt) || x.ID - y.ID))
       tracker.observe(taken)
       watermark = tracker.result()

@@ -44,28 +44,28 @@ describe('readSegments', () => {
   test('first delta run: rows without a watermark value, then the rest in watermark order', () => {
     expect(readSegments(timestamp, state(), ['ID'])).toEqual([
       { order: ['ID'], filter: { field: 'modifiedAt', op: 'eq', value: null } },
-      { order: ['modifiedAt', 'ID'], filter: { field: 'modifiedAt', op: 'ne', value: null } },
+      { order: ['modifiedAt', 'ID'], from: { field: 'modifiedAt', op: 'ne', value: null } },
     ])
   })
 
   test('next delta run is inclusive (ge) of the stored watermark and ordered watermark, then keys', () => {
     expect(readSegments(timestamp, state({ lastSync: '2026-01-01T00:00:00.000Z' }), ['ID', 'sub'])).toEqual([
-      { order: ['modifiedAt', 'ID', 'sub'], filter: { field: 'modifiedAt', op: 'ge', value: '2026-01-01T00:00:00.000Z' } },
+      { order: ['modifiedAt', 'ID', 'sub'], from: { field: 'modifiedAt', op: 'ge', value: '2026-01-01T00:00:00.000Z' } },
     ])
   })
 
   test('key mode: strictly after lastKey; numeric keys compare as numbers', () => {
     const plan: DeltaPlan = { mode: 'key', field: 'ID' }
-    expect(readSegments(plan, state(), ['ID'])).toEqual([{ order: ['ID'], filter: undefined }])
-    expect(readSegments(plan, state({ lastKey: '42' }), ['ID'])).toEqual([{ order: ['ID'], filter: { field: 'ID', op: 'gt', value: 42 } }])
-    expect(readSegments(plan, state({ lastKey: 'K-42' }), ['ID'])).toEqual([{ order: ['ID'], filter: { field: 'ID', op: 'gt', value: 'K-42' } }])
+    expect(readSegments(plan, state(), ['ID'])).toEqual([{ order: ['ID'], from: undefined }])
+    expect(readSegments(plan, state({ lastKey: '42' }), ['ID'])).toEqual([{ order: ['ID'], from: { field: 'ID', op: 'gt', value: 42 } }])
+    expect(readSegments(plan, state({ lastKey: 'K-42' }), ['ID'])).toEqual([{ order: ['ID'], from: { field: 'ID', op: 'gt', value: 'K-42' } }])
   })
 
   test('datetime-fields: later date, or same date with time ≥ (UTC)', () => {
     const plan: DeltaPlan = { mode: 'datetime-fields', dateField: 'd', timeField: 't' }
     expect(readSegments(plan, state({ lastSync: '2026-03-01T10:20:30.000Z' }), ['ID'])).toEqual([{
       order: ['d', 't', 'ID'],
-      filter: { or: [{ field: 'd', op: 'gt', value: '2026-03-01' }, { and: [{ field: 'd', op: 'eq', value: '2026-03-01' }, { field: 't', op: 'ge', value: '10:20:30' }] }] },
+      from: { or: [{ field: 'd', op: 'gt', value: '2026-03-01' }, { and: [{ field: 'd', op: 'eq', value: '2026-03-01' }, { field: 't', op: 'ge', value: '10:20:30' }] }] },
     }])
   })
 

@@ -139,7 +139,8 @@ export function answerTimer(): () => number {
  */
 export async function sampleRanges(sender: PartitionSender, segment: ReadSegment, positions: number[], start: number, count: number, afterRow?: DataRecord): Promise<{ boundaries: DataRecord[]; plans: RangePlan[] }> {
   const { order } = segment
-  const sampled = await Promise.all(positions.map(skip => sender.send({ filter: segment.filter, order, top: 1, skip, count: false, columns: order }, undefined, true)))
+  const within = and(segment.filter, segment.from)
+  const sampled = await Promise.all(positions.map(skip => sender.send({ filter: within, order, top: 1, skip, count: false, columns: order }, undefined, true)))
   const rows = sampled.map(page => page.records[0])
   const boundaries = distinct(order, rows)
   const rest = afterRow && after(order, afterRow)
@@ -171,7 +172,7 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const sender = partitionSender(read)
   const { send, concurrency, slots } = sender
   const sent = performance.now()
-  const first = await send({ filter: segment.filter, order: segment.order, top, count: true }, false)
+  const first = await send({ filter: and(segment.filter, segment.from), order: segment.order, top, count: true }, false)
   pageRead(first, sent)
   const count = first.count
   // the ranges split the rows after the first page (already read)
