@@ -78,13 +78,15 @@ describe('boundary order', () => {
 describe('partitioned read: range bounds and ends', () => {
   const numbered = Array.from({ length: 100 }, (_, i) => ({ ID: i + 1, name: `N${i + 1}` }))
 
-  test('keys known to ascend: one upper bound per range, no count per range, no empty page, every row once', async () => {
+  test('keys known to ascend: one upper bound per range, no count before a range\'s last page, no empty page, every row once', async () => {
     const source = tableSource(numbered)
     const rows = await readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
     expect(rows.map(row => row.ID).sort((a, b) => (a as number) - (b as number))).toEqual(numbered.map(row => row.ID))
     const pages = source.requests.filter(request => !request.skip)
-    // the first request counts the read; no range asks again
-    expect(pages.map(request => request.count)).toEqual(pages.map((_, i) => i === 0))
+    // the first request counts the read; a range counts only on the page expected to be its last
+    // (the rows left from there: a row added since the samples would push its last row out)
+    expect(pages[0].count).toBe(true)
+    expect(pages.filter(request => request.count)).toHaveLength(1 + 4)
     expect(pages.every(request => upperBounds(request.filter) <= 1)).toBe(true)
     // 10 pages and 3 samples: every range ends at its known rows, without an empty page
     expect(source.requests).toHaveLength(10 + 3)
@@ -96,10 +98,11 @@ describe('partitioned read: range bounds and ends', () => {
     const rows = await readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
     expect(new Set(rows.map(row => row.ID)).size).toBe(100)
     expect(rows).toHaveLength(100)
-    const firstPages = source.requests.filter(request => request.count)
-    expect(firstPages).toHaveLength(1 + 4)
+    const counted = source.requests.filter(request => request.count)
+    // the first page, each range's first page, and each range's last page (2 or 3 pages a range)
+    expect(counted).toHaveLength(1 + 4 + 4)
     // the first range after the first page is bounded by all three boundaries
-    expect(Math.max(...firstPages.map(request => upperBounds(request.filter)))).toBe(3)
+    expect(Math.max(...counted.map(request => upperBounds(request.filter)))).toBe(3)
   })
 
   test("every range's first page goes out at once, beyond the level the read starts its pages at", async () => {
@@ -134,10 +137,31 @@ describe('key listings (sweeps) end on an empty page, never on a count', () => {
     expect(listed).toHaveLength(21)
     expect(listed.map(row => row.ID)).toContain(200)
     // a read that ends on its first page's count stops at 20 rows and never lists 200
+    // a read ended by a count confirms it on the page expected to be the last: it reaches key 200 as well
     keys.pop()
     const counted = await readAll(segmentPages({ order: ['ID'] }, 10, growing()))
-    expect(counted).toHaveLength(20)
-    expect(counted.map(row => row.ID)).not.toContain(200)
+    expect(counted).toHaveLength(21)
+    expect(counted.map(row => row.ID)).toContain(200)
+  })
+})
+
+describe('a row added inside a key range after the samples', () => {
+  test('does not push the range\'s last row out of the read (its watermark would pass that row for good)', async () => {
+    // numbers ascend for certain: each range knows its rows from the sample positions and asks no count up front
+    const table: DataRecord[] = Array.from({ length: 100 }, (_, i) => ({ ID: (i + 1) * 10 }))
+    const source = tableSource(table)
+    let added = false
+    const fetchPage = async (request: PageRequest): Promise<PageResult> => {
+      const page = await source.fetchPage(request)
+      // once the boundaries are sampled, a late commit lands in the first range (between keys 100 and 110)
+      if (request.skip !== undefined && !added) { table.push({ ID: 105 }); added = true }
+      return page
+    }
+    const rows = await readAll(partitionedPages({ name: 't', segment: { order: ['ID'] }, top: 10, parallel: 4, fetchPage, retry: RETRY }))
+    const read = new Set(rows.map(row => row.ID))
+    // every row there before the read started is read, the first range's last one included
+    for (const row of table.filter(row => row.ID !== 105)) expect(read.has(row.ID), `ID ${row.ID}`).toBe(true)
+    expect(rows).toHaveLength(read.size)
   })
 })
 

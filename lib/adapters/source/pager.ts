@@ -1,7 +1,8 @@
 /**
  * Ordered, stable paging shared by the OData and CQN sources: keyset continuation
  * (`after the last row`) instead of deep `$skip`, server-driven paging when the server
- * offers a next link, and an end detected by an empty page or by the first page's count.
+ * offers a next link, and an end detected by an empty page or by a count: the first page's,
+ * confirmed by the page expected to be the last (the rows left from its start on).
  */
 import type { DataRecord } from '../../pipeline/types.js'
 import type { ReadSegment } from '../watermark.js'
@@ -48,7 +49,7 @@ export interface SegmentOptions {
   progress?: ReadProgress
   /** Its first page, when the caller already read it (a partitioned read asks for it before it knows whether to partition); its count is then already in `progress`. */
   first?: PageResult
-  /** The rows it holds, when known beforehand (a key range sampled in order): its first page asks for no count, and it ends there. */
+  /** The rows it held when sampled (a key range sampled in order): no count before its last expected page, which confirms the end. */
   rows?: number
   /**
    * A key listing that proves keys missing (a deletes sweep): no count ends it, only an empty page
@@ -72,11 +73,16 @@ export async function* segmentPages(
   let received = 0
   for (let initial = true; ; initial = false) {
     const since = performance.now()
+    // the page expected to end the read asks how many rows are left from its start on: a row added
+    // since the count (a late commit, an insert into a key range) would otherwise push the last row
+    // out of the read, and a range's watermark would pass it for good
+    const count = !exhaustive && !nextLink && ((initial && rows === undefined) || (total !== undefined && total - received <= top))
     const result = initial && first ? first : await fetchPage(nextLink
       ? { nextLink, order: segment.order, top, count: false }
-      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count: initial && rows === undefined && !exhaustive })
+      : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count })
     if (!(initial && first)) pageRead(result, since)
-    if (initial && typeof result.count === 'number' && !exhaustive) total = result.count
+    // a next link repeats the first request's count: only a count asked for here tells the rows left
+    if (!exhaustive && typeof result.count === 'number' && (count || (initial && first))) total = received + result.count
     if (initial && progress && !first) countSegment(progress, total)
     const { records } = result
     if (records.length === 0) break
