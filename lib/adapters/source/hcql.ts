@@ -3,7 +3,8 @@
  * with `kind: 'hcql'` (`credentials.url: http://…/hcql/<service>`). CAP's remote service POSTs
  * CQN, so this is the CQN source over HTTP: ordered keyset pages (`where (order) > (last row)`,
  * never deep offsets), CQN `columns` for the column restriction, the three delta modes, and
- * `source.query` run at the provider. The first page of each segment asks for `count`, so a
+ * `source.query` run at the provider. The first page of each segment (and the page expected to
+ * be its last) asks for `count`, so a
  * run ends without an extra empty-page request and a provider that caps its page size
  * (`@cds.query.limit.max`) is paged on instead of mistaken for the end.
  *
@@ -169,7 +170,7 @@ export class HcqlSourceAdapter extends CqnSourceAdapter {
     return documentKey('hcql', service?.name ?? '', service?.options?.credentials?.url)
   }
 
-  /** One keyset page; the first page of a segment also asks for the segment's count. */
+  /** One keyset page; one asking for it (a segment's first, its last expected) also counts the rows from its start. */
   protected override async entityPage(entity: CsnEntity, columns: string[], request: PageRequest): Promise<PageResult> {
     const query = this.pageQuery(entity, columns, request)
     if (request.count) (query.SELECT as { count?: boolean }).count = true

@@ -1,8 +1,8 @@
 /**
  * OData V4 source over a CAP remote service (so destinations, credentials and auth of
  * `cds.requires.<service>` apply). Reads `$select`-restricted, ordered pages: keyset
- * continuation, `@odata.nextLink` when the server pages, `$count` on the first page so
- * a run that finds nothing new costs exactly one request.
+ * continuation, `@odata.nextLink` when the server pages, `$count` on the first page (so
+ * a run that finds nothing new costs exactly one request) and on the page expected to be the last.
  */
 import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
