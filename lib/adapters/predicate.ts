@@ -129,9 +129,10 @@ export function before(columns: string[], bound: DataRecord): Predicate {
 /**
  * A bound over several columns (a keyset continuation, a range's ends) leads with the first
  * column's plain comparison (`a <= x and (a < x or (a = x and b < y))`), implied by the rest: a
- * database then ranges its index scan on it in index order. Without it SQLite answered an upper bound's `or` with one index scan per
- * alternative and sorted all their rows for each page (a delta's range on a timestamp and a key:
- * 137 ms of provider CPU a page at 1M rows against 35 ms for a sequential page).
+ * database then ranges its index scan on it in index order. Without it SQLite answered an upper
+ * bound's `or` with one index scan per alternative and sorted all their rows for each page (a
+ * delta's range on a timestamp and a key: 137 ms of provider CPU a page at 1M rows against 35 ms
+ * for a sequential page).
  */
 function tuple(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate {
   const alternatives = lexicographic(columns, row, op, lastOp)

@@ -4,9 +4,8 @@
  * CQN, so this is the CQN source over HTTP: ordered keyset pages (`where (order) > (last row)`,
  * never deep offsets), CQN `columns` for the column restriction, the three delta modes, and
  * `source.query` run at the provider. The first page of each segment (and the page expected to
- * be its last) asks for `count`, so a
- * run ends without an extra empty-page request and a provider that caps its page size
- * (`@cds.query.limit.max`) is paged on instead of mistaken for the end.
+ * be its last) asks for `count`, so a run ends without an extra empty-page request and a provider
+ * that caps its page size (`@cds.query.limit.max`) is paged on instead of mistaken for the end.
  *
  * Entity names on the wire: CAP's remote service sends the consumer's fully qualified name
  * (`<ImportedService>.Books`), while the provider's HCQL adapter resolves names in *its* model
