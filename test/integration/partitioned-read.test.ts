@@ -46,8 +46,10 @@ describe('partitioned full reads', () => {
     expect(stats.maxInFlight).toBeGreaterThanOrEqual(2)
     expect(stats.maxInFlight).toBeLessThanOrEqual(4)
     const urls = stats.urls.slice(-(stats.requests - before))
-    // boundaries near k/4 of the 190 rows after the first page, on whole pages: 60, 110, 150 (three one-row samples)
-    expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['110', '150', '60'])
+    // boundaries near k/4 of the 190 rows after the first page, on whole pages: 60, 110, 150 (three one-row
+    // samples), each skipped from after the first page's last row (ID gt 10)
+    expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['100', '140', '50'])
+    expect(sampleUrls(urls).every(url => /\$filter=ID gt 10&/.test(url))).toBe(true)
     // a sample selects its order column only (the provider skips up to n rows for it), pages the target's columns
     expect(sampleUrls(urls).every(url => /\?\$select=ID&/.test(url))).toBe(true)
     expect(urls.filter(url => !url.includes('$skip=')).every(url => /\$select=ID,|\$select=[^&]*,ID[,&]/.test(url))).toBe(true)
@@ -180,7 +182,8 @@ describe('partitioned full reads', () => {
     expect(await ctx.run('parallel-delta')).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 90, deleted: 0 } })
     const stats = await ctx.provider.control.stats()
     const urls = stats.urls.slice(-(stats.requests - before))
-    expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['30', '50', '70'])
+    // positions 30, 50, 70 of the delta, skipped from after the first page (10 rows)
+    expect(sampleUrls(urls).map(url => /\$skip=(\d+)/.exec(url)![1]).sort()).toEqual(['20', '40', '60'])
     expect(stats.maxInFlight).toBeGreaterThan(1)
     expect(stats.maxInFlight).toBeLessThanOrEqual(4)
     await expectCopy('consumer.BooksParallelDelta', 100, id => (id <= 90 ? 'changed' : `Book ${id}`))

@@ -12,7 +12,7 @@ import { partitionedPages } from '../../lib/adapters/source/partitions'
 import { pagesOf, segmentPages, type PageRequest, type PageResult } from '../../lib/adapters/source/pager'
 import { readSegments, type DeltaPlan } from '../../lib/adapters/watermark'
 import type { TrackerState } from '../../lib/adapters/types'
-import { matches, type Predicate } from '../../lib/adapters/predicate'
+import { after, matches, type Predicate } from '../../lib/adapters/predicate'
 import type { DataRecord } from '../../lib/pipeline/types'
 
 const RETRY = { maxRetries: 0, baseDelay: 1, maxDelay: 1 }
@@ -188,14 +188,17 @@ describe("a delta's watermark bounds its first request only", () => {
     expect(bounded(source.requests, segment.from!)).toBe(1)
   })
 
-  test('partitioned: the first page and the boundary samples ask for it, the ranges start at their boundaries', async () => {
+  test('partitioned: the first page asks for it; the boundary samples skip from after the first page, the ranges start at their boundaries', async () => {
     const [segment] = readSegments(plan, state, ['ID'])
     const source = tableSource(rows)
     const read = await readAll(partitionedPages({ name: 't', segment, top: 20, parallel: 4, fetchPage: source.fetchPage, retry: RETRY }))
     expect(read.map(row => row.ID).sort((a, b) => (a as number) - (b as number))).toEqual(expected)
+    expect(bounded(source.requests, segment.from!)).toBe(1)
+    // the first page read IDs 301–320: the samples seek past them (and past the tie) instead of skipping from the watermark
     const samples = source.requests.filter(request => request.skip !== undefined)
     expect(samples).toHaveLength(3)
-    expect(bounded(samples, segment.from!)).toBe(3)
-    expect(bounded(source.requests, segment.from!)).toBe(1 + samples.length)
+    const firstPageEnd = after(['modifiedAt', 'ID'], { modifiedAt: V, ID: 320 })
+    for (const sample of samples) expect(sample.filter).toEqual(firstPageEnd)
+    expect(samples.every(sample => sample.skip! % 20 === 0)).toBe(true)
   })
 })

@@ -139,11 +139,14 @@ export function answerTimer(): () => number {
  */
 export async function sampleRanges(sender: PartitionSender, segment: ReadSegment, positions: number[], start: number, count: number, afterRow?: DataRecord): Promise<{ boundaries: DataRecord[]; plans: RangePlan[] }> {
   const { order } = segment
-  const within = and(segment.filter, segment.from)
-  const sampled = await Promise.all(positions.map(skip => sender.send({ filter: within, order, top: 1, skip, count: false, columns: order }, undefined, true)))
+  const rest = afterRow && after(order, afterRow)
+  // skipped from after the rows read: the source seeks there instead of walking them (and, for a
+  // delta, the rows tied at its watermark) again for every sample
+  const within = and(segment.filter, rest ?? segment.from)
+  const offset = rest ? start : 0
+  const sampled = await Promise.all(positions.map(position => sender.send({ filter: within, order, top: 1, skip: position - offset, count: false, columns: order }, undefined, true)))
   const rows = sampled.map(page => page.records[0])
   const boundaries = distinct(order, rows)
-  const rest = afterRow && after(order, afterRow)
   if (boundaries.length !== rows.length || !inSourceOrder(order, afterRow ? [afterRow, ...boundaries] : boundaries)) {
     return { boundaries, plans: rangeBounds(order, boundaries).map(({ from, to }) => ({ from: and(rest, from), to })) }
   }
@@ -187,9 +190,11 @@ export async function* partitionedPages(read: PartitionedRead): AsyncGenerator<D
   const last = first.records[first.records.length - 1]
   // boundaries: the key at each position, one row per request, all on the wire before the first
   // page is handed on (written while they travel; its write would hold back those not yet sent)
-  const positions = boundaryPositions(count!, ranges, top, top)
+  // positions after the rows the first page holds (fewer than `top` when the server pages itself)
+  const readFirst = first.records.length
+  const positions = boundaryPositions(count!, ranges, top, readFirst)
   const wire = watchRequests(positions.length)
-  const samples = sampleRanges(sender, segment, positions, top, count!, last)
+  const samples = sampleRanges(sender, segment, positions, readFirst, count!, last)
   samples.catch(() => undefined) // surfaced below
   await underway(samples, wire)
   const ledger = new RangeLedger()
