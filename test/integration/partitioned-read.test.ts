@@ -122,14 +122,16 @@ describe('partitioned full reads', () => {
   })
 
   test('a provider that serves one request at a time: parallel reduced for the rest of the run, said in the log; every row once', async () => {
-    await ctx.provider.control.seed({ from: 1, count: 400, modifiedAt: T0 })
+    // 80 pages: the governor judges neither a range's first page nor its last (both also count), and
+    // needs a round trip's worth of the others per level
+    await ctx.provider.control.seed({ from: 1, count: 800, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'parallel-slow', mode: 'full', parallel: 8, source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksParallelSlow' } })
     // each answer waits for the ones before it: twice the requests at once, twice the time per page
     await ctx.provider.control.faults({ delay: 100, serial: true })
     const logged: string[] = []
     const spy = vi.spyOn(console, 'info').mockImplementation((...args: unknown[]) => { logged.push(formatWithOptions({ depth: 4 }, ...args)) })
     try {
-      expect(await ctx.run('parallel-slow')).toMatchObject({ status: 'completed', statistics: { created: 400 } })
+      expect(await ctx.run('parallel-slow')).toMatchObject({ status: 'completed', statistics: { created: 800 } })
     } finally {
       spy.mockRestore()
     }
@@ -147,7 +149,7 @@ describe('partitioned full reads', () => {
       expect(line).toMatch(new RegExp(`median page \\d+ ms at ${from}, \\d+ ms at ${to}`))
       level = Number(to)
     }
-    await expectCopy('consumer.BooksParallelSlow', 400)
+    await expectCopy('consumer.BooksParallelSlow', 800)
   })
 
   test('maxParallelReads caps the requests in flight of the whole process', async () => {
