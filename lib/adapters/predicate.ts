@@ -137,6 +137,8 @@ export function before(columns: string[], bound: DataRecord): Predicate {
 function tuple(columns: string[], row: DataRecord, op: Comparison, lastOp: Comparison): Predicate {
   const alternatives = lexicographic(columns, row, op, lastOp)
   if (alternatives.length === 1) return alternatives[0]
+  // no lead on a null (`a ge null` matches nothing): the alternatives alone, as before
+  if (row[columns[0]] === null || row[columns[0]] === undefined) return { or: alternatives }
   const leading: Predicate = { field: columns[0], op: op === 'gt' || op === 'ge' ? 'ge' : 'le', value: row[columns[0]] }
   return { and: [leading, { or: alternatives }] }
 }

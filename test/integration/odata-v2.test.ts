@@ -214,8 +214,9 @@ describe('OData V2 source → database target', () => {
     expect(reads).toHaveLength(requests)
     const followed = reads.filter(u => u.includes('$skiptoken='))
     // probe + ($top=20: 7 + 7 + 6 via two __next links) + keyset page ($top=20: 7 + 3 via one __next link)
+    // + one keyset request counting what is left after the links (a row added meanwhile may lie beyond them)
     expect(followed).toHaveLength(3)
-    expect(reads).toHaveLength(1 + 3 + 2)
+    expect(reads).toHaveLength(1 + 3 + 2 + 1)
     // next links keep the original query: $select, $filter and $orderby
     for (const url of followed) {
       expect(url).toContain('$select=')

@@ -137,6 +137,12 @@ describe('after(): keyset continuation', () => {
     })
   })
 
+  test('a last row whose first column is null: no lead (`a ge null` matches nothing), the alternatives alone', () => {
+    const continuation = after(['seq', 'ID'], { seq: null, ID: 2 })
+    expect(continuation).toEqual({ or: [{ field: 'seq', op: 'gt', value: null }, { and: [{ field: 'seq', op: 'eq', value: null }, { field: 'ID', op: 'gt', value: 2 }] }] })
+    expect([{ seq: null, ID: 2 }, { seq: null, ID: 3 }].filter(row => matches(row, continuation))).toEqual([{ seq: null, ID: 3 }])
+  })
+
   test('selects exactly the rows after the last one in that order (ties on the first column included)', () => {
     const rows = [
       { t: 1, ID: 1 }, { t: 1, ID: 2 }, { t: 2, ID: 1 }, { t: 2, ID: 3 }, { t: 2, ID: 4 }, { t: 3, ID: 0 },

@@ -14,7 +14,7 @@ export interface PageRequest {
   filter?: Predicate
   order: string[]
   top: number
-  /** Ask for the total count of the segment (first page only). */
+  /** Ask for the count of the rows matching this request's filter (a segment's first page, the page expected to be its last). */
   count: boolean
   /** Rows to skip (a partition boundary's sample; pages themselves never skip). */
   skip?: number
@@ -26,7 +26,7 @@ export interface PageRequest {
 
 export interface PageResult {
   records: DataRecord[]
-  /** Total rows matching the segment's filter, when the server reports it. */
+  /** Rows matching the request's filter (from this page's start on), when asked and the server reports it. */
   count?: number
   nextLink?: string
   /** The source never returns fewer rows than asked unless it has no more (databases). */
@@ -82,7 +82,8 @@ export async function* segmentPages(
       : { filter: and(segment.filter, last ? after(segment.order, last) : segment.from), order: segment.order, top, count })
     if (!(initial && first)) pageRead(result, since)
     // a next link repeats the first request's count: only a count asked for here tells the rows left
-    if (!exhaustive && typeof result.count === 'number' && (count || (initial && first))) total = received + result.count
+    const counted = !exhaustive && typeof result.count === 'number' && (count || (initial && first))
+    if (counted) total = received + result.count!
     if (initial && progress && !first) countSegment(progress, total)
     const { records } = result
     if (records.length === 0) break
@@ -91,7 +92,9 @@ export async function* segmentPages(
     last = records[records.length - 1]
     nextLink = result.nextLink
     if (nextLink) continue
-    if (total !== undefined && received >= total) break
+    // ended by a count only on a page that counted: after a server's next links (offset pages, a row
+    // added meanwhile may lie beyond them) one more keyset request counts what is left
+    if (counted && received >= total!) break
     if (result.exact && records.length < top) break
   }
 }

@@ -110,7 +110,7 @@ export function partitionSender(read: Pick<PartitionedRead, 'name' | 'top' | 'pa
 export interface RangePlan {
   from?: Predicate
   to?: Predicate
-  /** The rows it held when sampled, known when the boundaries are in order for certain: no count is asked for it. */
+  /** The rows it held when sampled, known when the boundaries are in order for certain: no count is asked before its last expected page. */
   rows?: number
 }
 
@@ -133,9 +133,9 @@ export function answerTimer(): () => number {
  * request, all sent at once; each boundary once. A sample selects its order columns only: the
  * source skips up to n rows for it, and need not read their other columns. When the boundaries
  * ascend for certain (boundary-order.ts) each range is bounded by the next boundary only and its
- * rows are known from the positions, so its first page asks for no count (a second query at the
- * provider) and its URL stays short (CAP sends a GET over 1,028 characters as a `$batch`);
- * otherwise `rangeBounds`, each also after `afterRow`.
+ * rows are known from the positions, so it asks for no count (a second query at the provider)
+ * before its last expected page, and its URL stays short (CAP sends a GET over 1,028 characters
+ * as a `$batch`); otherwise `rangeBounds`, each also after `afterRow`.
  */
 export async function sampleRanges(sender: PartitionSender, segment: ReadSegment, positions: number[], start: number, count: number, afterRow?: DataRecord): Promise<{ boundaries: DataRecord[]; plans: RangePlan[] }> {
   const { order } = segment
