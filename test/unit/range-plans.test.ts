@@ -230,3 +230,14 @@ describe('a read that a server pages by next links (offsets, below the page size
     expect(read.map(row => row.ID)).toContain(165)
   })
 })
+
+describe('a source that answers a continuation with the same page again', () => {
+  test('fails the read with a message naming the order, instead of asking forever', async () => {
+    const page = Array.from({ length: 10 }, (_, i) => ({ ID: i + 1, modifiedAt: '2026-01-05T00:00:00.500Z' }))
+    let requests = 0
+    // as a V2 Edm.DateTime watermark sent in whole seconds: `gt …:00` takes the rows of that second again
+    const fetchPage = async (): Promise<PageResult> => { requests++; return { records: page } }
+    await expect(readAll(segmentPages({ order: ['modifiedAt', 'ID'] }, 10, fetchPage))).rejects.toThrow(/order of modifiedAt, ID.*cannot advance/)
+    expect(requests).toBe(2)
+  })
+})

@@ -9,6 +9,7 @@ import type { ReadSegment } from '../watermark.js'
 import { after, and, type Predicate } from '../predicate.js'
 import type { ReadProgress } from '../types.js'
 import { currentRun, elapsed } from '../../runs/index.js'
+import { PipelineError } from '../../pipeline/errors.js'
 
 export interface PageRequest {
   filter?: Predicate
@@ -87,9 +88,13 @@ export async function* segmentPages(
     if (initial && progress && !first) countSegment(progress, total)
     const { records } = result
     if (records.length === 0) break
+    const previous = !nextLink && last
     yield records
     received += records.length
     last = records[records.length - 1]
+    // a page asked for the rows after `previous` that ends on it again would be asked for forever
+    if (previous && segment.order.every(column => String(previous[column]) === String(last![column])))
+      throw new PipelineError('SOURCE_FAILED', `the source answered a request for the rows after the last one read (in the order of ${segment.order.join(', ')}) with a page ending on that row again: the read cannot advance. Its values are finer than the filter can express (a V2 Edm.DateTime with fractions of a second is sent in whole seconds), or the source ignores $filter`)
     nextLink = result.nextLink
     if (nextLink) continue
     // ended by a count only on a page that counted: after a server's next links (offset pages, a row
