@@ -12,7 +12,6 @@
  * (spawn, 700 ms; t2's runs take 3 s, t3's fail) and `nightly` (queued, 1 s).
  */
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
-import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
@@ -35,15 +34,10 @@ const figures: Record<string, unknown> = {}
 /** A tenant's database file and the rows of a query on it. */
 const { dbFile, sql } = tenantDatabases(dir)
 
-/** A SQLite file without any table (or not readable as one yet: not counted as gone). */
-function tableless(file: string): boolean {
+/** A tenant's SQLite file without any table (or not readable as one yet: not counted as gone). */
+function tableless(tenant: string): boolean {
   try {
-    const db = new DatabaseSync(file, { readOnly: true })
-    try {
-      return (db.prepare('SELECT count(*) AS n FROM sqlite_master').get() as { n: number }).n === 0
-    } finally {
-      db.close()
-    }
+    return sql<{ n: number }>(tenant, 'SELECT count(*) AS n FROM sqlite_master')[0].n === 0
   } catch {
     return false
   }
@@ -214,7 +208,7 @@ describe('multitenancy with @sap/cds-mtxs (SQLite database per tenant)', () => {
     // MTX deletes it once its connections closed. CAP's task queue, polling t3 when it was unsubscribed,
     // may open the tenant's database again ("no such table: cds_outbox_Messages"): SQLite then leaves a
     // new file, empty (0 bytes) or with only its header page (WAL mode set on open) — no table of t3
-    const gone = () => !existsSync(dbFile('t3')) || statSync(dbFile('t3')).size === 0 || tableless(dbFile('t3'))
+    const gone = () => !existsSync(dbFile('t3')) || statSync(dbFile('t3')).size === 0 || tableless('t3')
     await waitFor(gone, 't3 database file removed').catch(error => {
       const size = existsSync(dbFile('t3')) ? `${statSync(dbFile('t3')).size} bytes` : 'absent'
       throw new Error(`${(error as Error).message} (${size})\n${app.output().split('\n').filter(line => /t3/.test(line)).slice(-40).join('\n')}`)
