@@ -131,12 +131,13 @@ export function mountConsole(app: ExpressLike): boolean {
   }
   if (fs.existsSync(path.join(cds.root, 'app', 'pipeline-console', 'index.html')))
     LOG.warn(`management.reuse.console is set although app/pipeline-console/ exists (copied by \`cds add ${ADD_COMMAND}\`): the packaged console takes ${CONSOLE_PATH}/; remove the setting to serve your copy`)
-  // relative resource URLs need the trailing slash
+  // relative resource URLs need the trailing slash; the redirect is relative too, so that it keeps a
+  // path prefix a reverse proxy put in front (an app router's /data/pipeline-console → /data/pipeline-console/)
   app.get(CONSOLE_PATH, (req, res, next) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
     if (url.pathname !== CONSOLE_PATH) return next()
     res.statusCode = 301
-    res.setHeader('location', `${CONSOLE_PATH}/${url.search}`)
+    res.setHeader('location', `${CONSOLE_PATH.slice(1)}/${url.search}`)
     res.end()
   })
   app.use(CONSOLE_PATH, consoleMiddleware(CONSOLE_DIR, management.console))

@@ -1,9 +1,14 @@
 /**
  * `management.reuse.api`: adds the management service (and with it the tracker model) to the
- * host's model by adding it to the model roots CAP loads (`cds.env.roots`).
+ * host's model by adding it to the model roots CAP loads (`cds.env.roots`) — unless the roots are
+ * a compiled model (`cds build --production`: `gen/srv/srv/csn.json`), which holds the service
+ * already: loading its sources beside it failed with duplicate definitions (issue 33). That is
+ * CAP's own rule for the models of `cds.requires` (compile/resolve.js), which would suit here but
+ * makes `cds.connect.to('data-pipeline')` look for a service definition of that name.
  */
 import cds from '@sap/cds'
 import { SERVICE_NAME } from './constants.js'
+import { alignManagementRoles } from './security/roles.js'
 
 export const MANAGEMENT_MODEL = 'cap-data-pipeline/srv/management'
 
@@ -19,12 +24,21 @@ export function engineSettings(): EngineSettings | undefined {
 export const MANAGEMENT_PATH = '/pipeline'
 
 export function registerManagementModel(): void {
+  // also without reuse.api: a model that names the service itself (srv/data-pipeline.cds) is what `cds add xsuaa` reads
+  cds.on('loaded', (csn: unknown) => alignManagementRoles(csn as Parameters<typeof alignManagementRoles>[0]))
   if (!engineSettings()?.management?.reuse?.api) return
   const env = cds.env as unknown as { roots: string[] }
-  if (!env.roots.includes(MANAGEMENT_MODEL)) env.roots = [...env.roots, MANAGEMENT_MODEL]
+  if (!env.roots.includes(MANAGEMENT_MODEL) && !isCompiledModel(env.roots)) env.roots = [...env.roots, MANAGEMENT_MODEL]
   cds.on('bootstrap', (app: unknown) => {
     ;(app as { use(path: string, handler: typeof rejectMalformedUrl): void }).use(MANAGEMENT_PATH, rejectMalformedUrl)
   })
+}
+
+/** Whether the model roots resolve to one compiled `csn.json` (a fresh resolve cache: CAP's own stays as it was). */
+export function isCompiledModel(roots: string[]): boolean {
+  const resolve = cds.resolve as unknown as (refs: string[], options: { cache: object }) => string[] | undefined
+  const files = resolve(roots, { cache: {} }) ?? []
+  return files.length === 1 && files[0].endsWith('csn.json')
 }
 
 interface Response { statusCode: number; setHeader(name: string, value: string): void; end(body: string): void }

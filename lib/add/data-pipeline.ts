@@ -7,7 +7,8 @@
  *   users holding the plugin's roles. Only settings the project does not have yet are added: a value
  *   the user set (also `false`) stays; a project with its own `db` keeps it. Production gets nothing:
  *   its database (`cds add hana|postgres`) and authentication (`cds add xsuaa`) are the app's choice.
- * - db/data-pipeline.cds (tracker tables and the management API in the model), an .http file with the
+ * - srv/data-pipeline.cds (tracker tables and the management API in the model, under srv/ where
+ *   `cds add xsuaa` finds its roles), an .http file with the
  *   main management calls and, when an API was imported under srv/external, srv/replicas.cds with a
  *   commented replicate example for one of its entities. Existing files are kept unless `--force`.
  *
@@ -70,25 +71,64 @@ function hasOwnDb(cdsConfig: Json): boolean {
   return requires.db !== undefined || development.db !== undefined || profileRequires.db !== undefined
 }
 
+const isProfile = (key: string) => /^\[.+\]$/.test(key)
+
+/**
+ * The engine per tenant (`multitenancy.active`) wherever the project turns CAP's multitenancy on —
+ * `cds add multitenancy` writes it into `[production]` and `[with-mtx]` —, in the same profiles, so that
+ * a single-tenant development run stays single-tenant. Nothing when the project decided already.
+ */
+export function tenancyRequires(cdsConfig: Json): Json {
+  const requires = isObject(cdsConfig.requires) ? cdsConfig.requires : {}
+  const own = isObject(requires[SERVICE_NAME]) ? requires[SERVICE_NAME] : {}
+  const parts = [own, ...Object.keys(own).filter(isProfile).map(key => own[key])]
+  if (parts.some(part => isObject(part) && isObject(part.multitenancy) && part.multitenancy.active !== undefined)) return {}
+  const active = { multitenancy: { active: true } }
+  const wanted: Json = requires.multitenancy ? { ...active } : {}
+  for (const [key, value] of Object.entries(requires)) if (isProfile(key) && isObject(value) && value.multitenancy) wanted[key] = active
+  for (const [key, value] of Object.entries(cdsConfig)) if (isProfile(key) && isObject(value) && isObject(value.requires) && value.requires.multitenancy) wanted[key] = active
+  return wanted
+}
+
 const readJson = (file: string): Json => (fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Json) : {})
 
-/** Adds the missing configuration; returns what it added (undefined: nothing). */
-async function addConfig(root: string, api: AddApi, log: (text: string) => void): Promise<Json | undefined> {
+/** The project's config file and its `cds` configuration. */
+function projectConfig(root: string, api: AddApi): { configFile: string; inPackageJson: boolean; cdsConfig: Json } {
   const configFile = api.readProject().configFile ?? 'package.json'
   const inPackageJson = path.basename(configFile) === 'package.json'
   const file = readJson(path.resolve(root, configFile))
-  const cdsConfig = (inPackageJson ? file.cds : file) ?? {}
-  let requires = missing((cdsConfig as Json).requires, wantedRequires())
+  return { configFile, inPackageJson, cdsConfig: ((inPackageJson ? file.cds : file) ?? {}) as Json }
+}
+
+async function mergeRequires(requires: Json, config: ReturnType<typeof projectConfig>, api: AddApi, log: (text: string) => void): Promise<void> {
+  await api.merge(config.inPackageJson ? { cds: { requires } } : { requires }).into(config.configFile)
+  log(`  adding cds.requires ${Object.keys(requires).join(', ')} to ${config.configFile}`)
+}
+
+/** Adds the missing configuration; returns what it added (undefined: nothing). */
+async function addConfig(root: string, api: AddApi, log: (text: string) => void): Promise<Json | undefined> {
+  const config = projectConfig(root, api)
+  const { cdsConfig } = config
+  const wanted = wantedRequires()
+  wanted[SERVICE_NAME] = { ...(wanted[SERVICE_NAME] as Json), ...tenancyRequires(cdsConfig) }
+  let requires = missing(cdsConfig.requires, wanted)
   const development = requires?.['[development]'] as Json | undefined
-  if (development?.db && hasOwnDb(cdsConfig as Json)) {
+  if (development?.db && hasOwnDb(cdsConfig)) {
     delete development.db
     if (!Object.keys(development).length) delete requires!['[development]']
     if (!Object.keys(requires!).length) requires = undefined
     log(`  keeping the project's own db configuration`)
   }
   if (!requires) return undefined
-  await api.merge(inPackageJson ? { cds: { requires } } : { requires }).into(configFile)
-  log(`  adding cds.requires ${Object.keys(requires).join(', ')} to ${configFile}`)
+  await mergeRequires(requires, config, api, log)
+  return requires
+}
+
+/** After a later `cds add multitenancy`: only the engine per tenant (what the user removed of the rest stays removed). */
+export async function addTenancyConfig(root: string, api: AddApi, log: (text: string) => void = text => console.log(text)): Promise<Json | undefined> {
+  const config = projectConfig(root, api)
+  const requires = missing(config.cdsConfig.requires, { [SERVICE_NAME]: tenancyRequires(config.cdsConfig) })
+  if (requires) await mergeRequires(requires, config, api, log)
   return requires
 }
 
@@ -158,7 +198,7 @@ export async function addDataPipeline(root: string, api: AddApi, options: { forc
   const requires = await addConfig(root, api, log)
   const example = await findImport(root)
   const files: Array<[string, string]> = [
-    [path.join('db', 'data-pipeline.cds'), modelFile()],
+    [path.join('srv', 'data-pipeline.cds'), modelFile()],
     [path.join(httpFolder(root), 'data-pipeline.http'), httpFile(example && replicaPipeline(example))],
   ]
   if (example) files.push([path.join('srv', 'replicas.cds'), replicasFile(example)])
@@ -168,7 +208,8 @@ export async function addDataPipeline(root: string, api: AddApi, options: { forc
   Next: cds deploy && cds watch, then send the requests in ${files[1][0]} (alice is PipelineAdmin).
   ${example ? `srv/replicas.cds shows how to replicate ${example.service}.${example.entity}: uncomment it.` : 'After a `cds import`, run `cds add data-pipeline` again for a replicate example.'}
   The mocked users are for development only; for production add a database (cds add hana|postgres)
-  and authentication (cds add xsuaa: the roles PipelineViewer/Operator/Admin come from the model).`)
+  and authentication (cds add xsuaa: the roles PipelineViewer/Operator/Admin come from the model).
+  Either order works: cds add xsuaa, mta or helm read the roles from srv/data-pipeline.cds.`)
   }
   return { requires, written, example }
 }

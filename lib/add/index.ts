@@ -8,7 +8,10 @@
  */
 import cds from '@sap/cds'
 import { ADD_COMMAND as CONSOLE_FACET, copyConsole } from '../console.js'
-import { addDataPipeline, DATA_PIPELINE_FACET, type AddApi } from './data-pipeline.js'
+import { addDataPipeline, addTenancyConfig, DATA_PIPELINE_FACET, type AddApi } from './data-pipeline.js'
+import { completeSecurity, XS_SECURITY } from './xs-security.js'
+import { engineSettings } from '../mounting.js'
+import { MANAGEMENT_SERVICE } from '../security/roles.js'
 
 interface AddPluginBase {
   new (): { options(): Record<string, unknown> }
@@ -20,6 +23,18 @@ interface CdsAdd extends AddApi {
 
 const cli = () => (cds as unknown as { cli?: { command?: string; options?: { force?: boolean } } }).cli
 const FORCE = { force: { type: 'boolean', help: 'overwrite files an earlier run created' } }
+
+/** Whether the project serves the management API: `management.reuse.api`, or its srv/ model names the service. */
+async function servesManagementApi(): Promise<boolean> {
+  if (engineSettings()?.management?.reuse?.api) return true
+  try {
+    const srv = (cds.env as unknown as { folders: { srv: string } }).folders.srv
+    const csn = (await cds.load(srv, { silent: true } as never)) as unknown as { definitions: Record<string, unknown> }
+    return Boolean(csn.definitions[MANAGEMENT_SERVICE])
+  } catch {
+    return false // no model under srv/
+  }
+}
 
 export function registerAddCommands(): void {
   const command = cli()?.command
@@ -36,6 +51,13 @@ export function registerAddCommands(): void {
     }
     async run() {
       await addDataPipeline(cds.root, add, { force: Boolean(cli()?.options?.force) })
+    }
+    // after every `cds add` of a project with the plugin, once cds-dk's own facets (xsuaa) have combined
+    async combine() {
+      await addTenancyConfig(cds.root, add)
+      if (!(await servesManagementApi())) return
+      const added = completeSecurity(cds.root)
+      if (added.length) console.log(`  adding ${added.join(', ')} to ${XS_SECURITY}`)
     }
   })
 

@@ -26,8 +26,9 @@ export function modelFile(): string {
   return `// Added by \`cds add data-pipeline\` (cap-data-pipeline).
 // The plugin's tracker tables: deployed with your model (cds deploy, HDI, your PostgreSQL migrations).
 using from 'cap-data-pipeline/db';
-// Its management API at ${MANAGEMENT_PATH}/: \`management.reuse.api\` serves it with cds serve/watch/deploy;
-// naming it here also puts its views into the output of \`cds build\` (HANA, PostgreSQL).
+// Its management API at ${MANAGEMENT_PATH}/ and its roles: here under srv/, the model \`cds add xsuaa\` and
+// \`cds compile srv --to xsuaa\` read, so xs-security.json gets the scopes and role templates, and the
+// output of \`cds build --production\` (HANA, PostgreSQL, gen/srv) holds its views.
 using from 'cap-data-pipeline/srv/management';
 `
 }

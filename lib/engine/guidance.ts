@@ -71,6 +71,16 @@ function remoteFacts(error: unknown): { code?: string; status?: number } {
   return facts
 }
 
+/**
+ * What the SAP Cloud SDK said about a destination it could not resolve or use (not found, no auth
+ * tokens, …): CAP's error message stops at the SDK's summary ("Failed to build headers."), the
+ * causes are only in its `reason.message` (" Caused by: …").
+ */
+function destinationCause(error: unknown): string | undefined {
+  const text = ((error as Failure)?.reason as Failure | undefined)?.message
+  return typeof text === 'string' && text.includes(' Caused by: ') ? text.replace(/^Error during request to remote service: /, '') : undefined
+}
+
 /** Where a binding points, for the message: its URL (credentials redacted) or its destination. */
 function whereOf(binding: Binding | undefined): string {
   if (binding?.url) return `at ${redactText(binding.url)}`
@@ -113,12 +123,15 @@ export function explainFailure(error: unknown, pipeline: ResolvedPipeline): stri
   }
   if (status === 401 || status === 403) {
     return `${service} ${whereOf(binding)} refused the request with ${status} (${status === 401 ? 'not authenticated' : 'not authorized'}): ` +
-      `check the binding cds.requires.${service} (its credentials: user and password, headers, or its destination)`
+      // no "credentials:" in this text: redaction would take the words after it for a secret
+      `check the binding cds.requires.${service} (its credentials — user and password or headers — or its destination)`
   }
   if (status === 404) {
     return `${service} ${whereOf(binding)} answered 404 (not found): check the binding cds.requires.${service} — ` +
       `credentials.url must be the service root whose $metadata was imported — and that the provider serves the entity set`
   }
+  const cause = !status && binding?.destination && !binding.url ? destinationCause(error) : undefined
+  if (cause) return `${service} ${whereOf(binding)} could not be used: ${cause}`
   return undefined
 }
 

@@ -11,6 +11,7 @@ import { deriveMapping } from '../adapters/mapping.js'
 import { keyNames, projectionSource, type CsnEntity } from '../model/csn.js'
 import { ql } from '../model/ql.js'
 import { SERVICE_NAME } from '../constants.js'
+import { MANAGEMENT_SERVICE } from './roles.js'
 import type { DataRecord } from '../pipeline/types.js'
 
 interface ServedService {
@@ -33,7 +34,7 @@ function exposuresOf(entity: CsnEntity): Exposure[] {
   const found: Exposure[] = []
   const keys = keyNames(entity)
   for (const srv of Object.values(cds.services as unknown as Record<string, ServedService>)) {
-    if (!(srv instanceof cds.ApplicationService) || srv.definition?.['@cds.external'] || [SERVICE_NAME, 'DataPipelineManagementService'].includes(srv.name)) continue
+    if (!(srv instanceof cds.ApplicationService) || srv.definition?.['@cds.external'] || [SERVICE_NAME, MANAGEMENT_SERVICE].includes(srv.name)) continue
     for (const candidate of Object.values(srv.entities ?? {})) {
       if (projectionSource(candidate) !== entity.name) continue
       const mapping = deriveMapping(candidate, entity) ?? []

@@ -154,3 +154,33 @@ function reachesRejects(node: unknown, associations: ReadonlySet<string>, seen =
 function localName(name: string | undefined): string | undefined {
   return name?.slice(name.lastIndexOf('.') + 1)
 }
+
+/** The management service, and the `@requires` srv/management.cds gives it. */
+export const MANAGEMENT_SERVICE = 'DataPipelineManagementService'
+const DEFAULT_REQUIRES = [...Object.values(DEFAULT_ROLES), 'authenticated-user']
+
+/** What the management service's `@requires` names for the configured roles: every real role, and any authenticated user (the levels are the plugin's check). */
+export function requiredRoles(names: RoleNames | false): string[] {
+  const roles = names === false ? [] : LEVELS.flatMap(level => names[level]).filter(role => !PSEUDO_ROLES.has(role))
+  return [...new Set(roles), 'authenticated-user']
+}
+
+/**
+ * A model hook (`loaded`): with `management.roles` of other names, the management service's
+ * `@requires` names those instead of the defaults, so that `cds add xsuaa`, `cds compile --to xsuaa`
+ * and the deployment descriptors of `cds add mta|helm` generate their scopes and role templates.
+ * An `@requires` the app annotated itself stays; a malformed `management.roles` is left to the
+ * check at start, which names the key.
+ */
+export function alignManagementRoles(csn: { definitions?: Record<string, Record<string, unknown>> }): void {
+  const service = csn.definitions?.[MANAGEMENT_SERVICE]
+  const current = service?.['@requires']
+  if (!service || !Array.isArray(current) || current.join() !== DEFAULT_REQUIRES.join()) return
+  let names: RoleNames | false
+  try {
+    names = roleNames()
+  } catch {
+    return
+  }
+  service['@requires'] = requiredRoles(names)
+}

@@ -114,7 +114,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
   test('is served at /pipeline-console/ and loads to interactive (cold, then warm)', async () => {
     const redirect = await fetch(`${base}/pipeline-console`, { redirect: 'manual' })
     expect(redirect.status).toBe(301)
-    expect(redirect.headers.get('location')).toBe('/pipeline-console/')
+    expect(redirect.headers.get('location')).toBe('pipeline-console/')
     timings.cold = await openConsole(page)
     timings.warm = await openConsole(page) // same browser context: cached, revalidated resources
     const fresh = await context.newPage()

@@ -109,8 +109,9 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
     // production is the app's choice (cds add hana|postgres, cds add xsuaa): nothing added for it
     expect(JSON.stringify(cds)).not.toContain('[production]')
 
-    expect(readFileSync(file('db/data-pipeline.cds'), 'utf8')).toMatch(/^using from 'cap-data-pipeline\/db';$/m)
-    expect(readFileSync(file('db/data-pipeline.cds'), 'utf8')).toMatch(/^using from 'cap-data-pipeline\/srv\/management';$/m)
+    // under srv/: the model `cds add xsuaa` reads for the roles (test/integration/production-build.test.ts)
+    expect(readFileSync(file('srv/data-pipeline.cds'), 'utf8')).toMatch(/^using from 'cap-data-pipeline\/db';$/m)
+    expect(readFileSync(file('srv/data-pipeline.cds'), 'utf8')).toMatch(/^using from 'cap-data-pipeline\/srv\/management';$/m)
 
     // the example names a real entity of the import, every line of it commented
     const imported = readJson(file('srv/external/CatalogService.csn')).definitions
@@ -136,7 +137,7 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
   test('a second run changes nothing: every file stays byte-identical', async () => {
     const before = snapshot(app)
     const output = await runCds(['add', 'data-pipeline'], app)
-    expect(output).toMatch(/keeping db[/\\]data-pipeline\.cds/)
+    expect(output).toMatch(/keeping srv[/\\]data-pipeline\.cds/)
     expect(output).not.toMatch(/adding cds\.requires|creating/)
     expect(snapshot(app)).toEqual(before)
   })

@@ -8,7 +8,7 @@ import cds from '@sap/cds'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { addDataPipeline, findImport, missing, type AddApi } from '../../lib/add/data-pipeline'
+import { addDataPipeline, addTenancyConfig, findImport, missing, tenancyRequires, type AddApi } from '../../lib/add/data-pipeline'
 
 const ROOT = path.resolve(__dirname, '../..')
 const add = require(path.join(ROOT, 'node_modules/@sap/cds-dk/lib/init/add.js')) as AddApi
@@ -52,7 +52,7 @@ test('keeps what the user configured and adds the rest', async () => {
     victor: { password: 'victor', roles: ['PipelineViewer'] },
   })
   expect(requires['[development]'].db).toEqual({ kind: 'sqlite', credentials: { url: 'db.sqlite' } })
-  expect(result.written.sort()).toEqual([path.join('db', 'data-pipeline.cds'), path.join('test', 'http', 'data-pipeline.http')])
+  expect(result.written.sort()).toEqual([path.join('srv', 'data-pipeline.cds'), path.join('test', 'http', 'data-pipeline.http')])
   expect(result.example).toBeUndefined()
   expect(fs.readFileSync(path.join(dir, 'test/http/data-pipeline.http'), 'utf8')).toContain('@pipeline = my-pipeline')
 })
@@ -82,8 +82,27 @@ test('the replicate example names an entity of the imported API; a later run aft
   expect(again.written).toEqual([path.join('srv', 'replicas.cds')])
   expect(fs.readFileSync(path.join(dir, 'srv/replicas.cds'), 'utf8')).toContain('//   entity Books as projection on external.Books;')
 
-  fs.writeFileSync(path.join(dir, 'db/data-pipeline.cds'), '// mine\n')
+  fs.writeFileSync(path.join(dir, 'srv/data-pipeline.cds'), '// mine\n')
   const forced = await addDataPipeline(dir, add, { force: true, log: silent })
   expect(forced.written).toHaveLength(3)
-  expect(fs.readFileSync(path.join(dir, 'db/data-pipeline.cds'), 'utf8')).toContain("using from 'cap-data-pipeline/db';")
+  expect(fs.readFileSync(path.join(dir, 'srv/data-pipeline.cds'), 'utf8')).toContain("using from 'cap-data-pipeline/db';")
+})
+
+test('the engine per tenant follows CAP multitenancy into its profiles, unless the project decided itself', async () => {
+  const active = { multitenancy: { active: true } }
+  // as `cds add multitenancy` writes it, and the other placements CAP reads
+  expect(tenancyRequires({ requires: { '[production]': { multitenancy: true }, '[with-mtx]': { multitenancy: true } } })).toEqual({ '[production]': active, '[with-mtx]': active })
+  expect(tenancyRequires({ requires: { multitenancy: { t0: 't0' } } })).toEqual(active)
+  expect(tenancyRequires({ '[hybrid]': { requires: { multitenancy: true } } })).toEqual({ '[hybrid]': active })
+  // single-tenant, or switched off explicitly: nothing
+  expect(tenancyRequires({ requires: { '[production]': { multitenancy: false } } })).toEqual({})
+  // the project's own decision, also false and also in a profile, stays
+  for (const own of [{ multitenancy: { active: false } }, { '[production]': { multitenancy: { active: false } } }])
+    expect(tenancyRequires({ requires: { 'data-pipeline': own, '[production]': { multitenancy: true } } })).toEqual({})
+
+  // what a later `cds add multitenancy` leads to (the facet's combine): only that, nothing the user removed
+  writeJson('package.json', { name: 'app', cds: { requires: { 'data-pipeline': {}, '[production]': { multitenancy: true } } } })
+  expect(await addTenancyConfig(dir, add, silent)).toEqual({ 'data-pipeline': { '[production]': active } })
+  expect(readJson('package.json').cds.requires).toEqual({ 'data-pipeline': { '[production]': active }, '[production]': { multitenancy: true } })
+  expect(await addTenancyConfig(dir, add, silent)).toBeUndefined()
 })
