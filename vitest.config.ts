@@ -3,19 +3,30 @@ import LongestFirst from './test/helpers/longest-first'
 
 /**
  * The `postgres` project (`npm run test:postgres`; part of `npm test`):
- * - the engine suite once more with the app's `db` on PostgreSQL (@cap-js/postgres): a fresh
- *   database per file, created and deployed by test/helpers/postgres-setup.ts, dropped afterwards.
- *   Guard and lease, delta, full refresh, retries, events, CQN sources, flush, schedules, the
- *   management API, inspector audit, fan-in/OData targets, federation replicate, kill -9 recovery,
- *   rejected records (savepoints: a failed statement aborts a PostgreSQL transaction), partitioned full reads;
+ * - the engine files whose outcome the database can change, once more with the app's `db` on
+ *   PostgreSQL (@cap-js/postgres): a fresh database per file, created and deployed by
+ *   test/helpers/postgres-setup.ts, dropped afterwards. The run guard and leases (a pool of
+ *   connections, not SQLite's one), kill -9 recovery, rejected records (savepoints: a failed
+ *   statement aborts a PostgreSQL transaction), the prepared write paths and the counts of a full
+ *   refresh (SQL of each dialect), ties of timestamps (PostgreSQL keeps microseconds), the data
+ *   contract (PostgreSQL refuses what SQLite stores), CQN sources (SQL on the database: NULL order,
+ *   comparisons of timestamps), a run inside a request's transaction, progress beside a run's
+ *   transaction, and event replication (concurrent micro-batches, aggregates);
  * - the scale-out tests: three app processes on one PostgreSQL database (their own databases).
+ * ON_POSTGRES_FULL: files whose outcome does not depend on the database (HTTP, OData, the
+ * management API, the engine's own logic over paths the files above cover); `npm run
+ * test:postgres:full` runs them on PostgreSQL as well.
  */
 const ON_POSTGRES = [
-  'guard-and-retry', 'delta-semantics', 'full-refresh-writes', 'odata-delta', 'events-and-cqn',
-  'management-api', 'inspect-audit', 'progress', 'crash-recovery', 'federation-replicate', 'targets-and-fanin',
-  'rejects', 'fast-write', 'delta-ties', 'read-ahead', 'data-contract', 'run-counts', 'events', 'events-burst',
-  'partitioned-read', 'crash-partitioned', 'run-events', 'run-retention',
+  'guard-and-retry', 'full-refresh-writes', 'odata-delta', 'events-and-cqn', 'crash-recovery', 'crash-partitioned',
+  'rejects', 'fast-write', 'delta-ties', 'data-contract', 'run-counts', 'events', 'events-burst',
 ].map(name => `test/integration/${name}.test.ts`)
+const ON_POSTGRES_FULL = [
+  'delta-semantics', 'management-api', 'inspect-audit', 'progress', 'federation-replicate', 'targets-and-fanin',
+  'read-ahead', 'partitioned-read', 'run-events', 'run-retention',
+].map(name => `test/integration/${name}.test.ts`)
+/** `npm run test:postgres:full` (or CDP_POSTGRES_FULL=1): the `postgres` project with ON_POSTGRES_FULL too. */
+const POSTGRES_FULL = process.env.npm_lifecycle_event === 'test:postgres:full' || Boolean(process.env.CDP_POSTGRES_FULL)
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
 /** Two app processes on one PostgreSQL database subscribed to one Redis (event-driven replication). */
 const EVENTS_SCALE_OUT = 'test/integration/events-scale-out.test.ts'
@@ -34,13 +45,16 @@ export default defineConfig({
     // limited to one worker only after all the others had ended
     sequence: { sequencer: LongestFirst },
     reporters: ['default', './test/helpers/summary-reporter.ts'],
+    // one `npm pack` per run (test/helpers/packed.ts); root level: once per `vitest run`
+    globalSetup: ['./test/helpers/pack-global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], maxWorkers: 3 } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 3 } },
-      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 3 } },
+      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, ...(POSTGRES_FULL ? ON_POSTGRES_FULL : []), SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 3 } },
       // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`);
-      // every file its own browser and apps on free ports, in-memory databases, own message boxes and Redis prefixes
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, testTimeout: 240_000, hookTimeout: 240_000 } },
+      // one Chromium for the project (test/helpers/e2e-global-setup.ts: each file its own contexts), demo apps shared
+      // where files only read them; otherwise every file its own apps on free ports, in-memory databases, own Redis prefixes
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], globalSetup: ['test/helpers/e2e-global-setup.ts'], fileParallelism: false, testTimeout: 240_000, hookTimeout: 240_000 } }, // one Chromium, the shared demos and `npm start` for all files: test/helpers/e2e-global-setup.ts
     ],
   },
 })

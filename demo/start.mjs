@@ -75,9 +75,28 @@ function freePort(wanted) {
 const children = []
 let stopping = false
 
+/**
+ * A preload (`--import`) that holds the app's `served` phase (CAP runs the `served` handlers one after
+ * another, this one first) until `file` exists: the consumer loads its model, deploys its in-memory
+ * database and serves its services while the provider starts, but registers and first runs its
+ * pipelines only once the provider listens (start.mjs writes the file then), as when they started
+ * one after the other.
+ */
+function servedAfter(file) {
+  const code = `import { createRequire } from 'node:module'
+import { existsSync } from 'node:fs'
+const cds = createRequire(${JSON.stringify(serve)})('../lib')
+cds.on('served', () => new Promise(resolve => {
+  const wait = () => existsSync(${JSON.stringify(file)}) ? resolve() : setTimeout(wait, 25)
+  wait()
+}))
+`
+  return `--import=data:text/javascript,${encodeURIComponent(code)}`
+}
+
 /** Starts `cds-serve` in an app folder; resolves with its URL once it listens. */
-function startApp(name, dir, port, env = {}) {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', serve, '--port', String(port)], {
+function startApp(name, dir, port, env = {}, nodeOptions = []) {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...nodeOptions, serve, '--port', String(port)], {
     cwd: path.join(here, dir),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -156,10 +175,14 @@ process.on('SIGTERM', () => shutdown(0))
 try {
   const providerPort = await freePort(Number(process.env.DEMO_PROVIDER_PORT ?? 4005))
   const consumerPort = await freePort(Number(process.env.DEMO_CONSUMER_PORT ?? 4004))
+  // both apps start side by side; the consumer's pipelines wait for the provider (servedAfter)
+  const providerListens = path.join(messagesDir, 'provider-listens')
+  // the URL cds-serve reports for the provider (http://localhost:<port>)
+  const salesUrl = `http://localhost:${providerPort}/odata/v4/sales`
   // profile api-v2: the provider serves a newer API than the consumer imported (schema drift)
-  const provider = await startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2', CDS_CONFIG: JSON.stringify({ requires: { messaging } }) })
-  const salesUrl = `${provider}/odata/v4/sales`
-  const consumer = await startApp('consumer', 'consumer', consumerPort, MTX ? {
+  const providerStarted = startApp('provider', 'provider', providerPort, { CDS_ENV: process.env.CDS_ENV ?? 'api-v2', CDS_CONFIG: JSON.stringify({ requires: { messaging } }) })
+    .then(url => { fs.writeFileSync(providerListens, url); return url })
+  const consumerStarted = startApp('consumer', 'consumer', consumerPort, MTX ? {
     CDS_ENV: [process.env.CDS_ENV, 'multitenancy'].filter(Boolean).join(','),
     // the consumer's package.json does not list @sap/cds-mtxs (the repository's devDependency): load it as a plugin
     CDS_PLUGINS: JSON.stringify({ '@sap/cds-mtxs': { impl: require.resolve('@sap/cds-mtxs/cds-plugin', { paths: [path.join(here, 'consumer')] }) } }),
@@ -169,9 +192,10 @@ try {
       messaging,
     } }),
   } : {
-    // points the consumer's remote service at the provider just started, and its messaging at the shared box
+    // points the consumer's remote service at the provider, and its messaging at the shared box
     CDS_CONFIG: JSON.stringify({ requires: { SalesService: { credentials: { url: salesUrl } }, messaging } }),
-  })
+  }, [servedAfter(providerListens)])
+  const [provider, consumer] = await Promise.all([providerStarted, consumerStarted])
   if (MTX) await startTenants(consumer, salesUrl, provider)
   else await printSingleTenant(consumer, salesUrl, provider)
 } catch (error) {

@@ -15,6 +15,8 @@ export const CDS9_TESTS = [
   'federation-replicate', 'federation-delegate', 'federation-rules', 'federation-cache', 'federated',
   // queued schedules and what differs between cds 9 and 10
   'queued-schedule', 'cds-version',
+  // what ships: cds build --production served as in production (cds-dk 9's cds add and build)
+  'production-build',
   // event-driven replication over CAP's redis-messaging (the real Redis)
   'events', 'events-crash',
   // security: roles, hidden fields, the inspector's authorization, inputs, caches per user, redaction, delegate wheres

@@ -3,7 +3,10 @@
 // transpiled by ui5-tooling-transpile, every module the app needs in one resources/sap-ui-custom.js),
 // pruned to what the browser loads: the used libraries' sap_horizon CSS, fonts and English texts.
 // The result is cached by a hash of the sources and tool versions, so an unchanged console is not
-// rebuilt (`--force` rebuilds). Run through `npm run build:console` (Node 22 from the devDependency).
+// rebuilt (`--force` rebuilds); the hash is of file contents, so a fresh clone's second build skips too.
+// The compiled theme is cached the same way by its own inputs (libraries, builder, themes.mjs): a change
+// to the console's sources rebuilds without it. Run through `npm run build:console` (Node 22 from the
+// devDependency).
 //
 // Only what the console uses is built (a first build took ~2 min, half of it themes, half minifying):
 // UI5 tooling's buildThemes (every theme of every library) and minify (every module of every library)
@@ -110,14 +113,34 @@ if (!force && fs.existsSync(info) && JSON.parse(fs.readFileSync(info, 'utf8')).h
 
 const ui5 = require.resolve('@ui5/cli/bin/ui5.cjs')
 const themes = path.join(staging, '..', 'themes')
+// the compiled theme depends only on the libraries and the theme builder, not on the console's sources:
+// kept beside the staging folder with the hash it was built for, and reused while that hash holds (a
+// change to the console's own files rebuilds the console without the theme, about half the work)
+const themesInfo = path.join(staging, '..', 'themes.json')
+const themesHash = (() => {
+  const hash = createHash('sha256').update(fs.readFileSync(path.join(here, 'themes.mjs'))).update(THEME)
+  const fromCli = createRequire(require.resolve('@ui5/cli/package.json'))
+  hash.update(`@ui5/builder@${fromCli('@ui5/builder/package.json').version}`)
+  for (const name of ['sap.ui.core', 'sap.m', 'sap.f', 'sap.ui.layout', 'sap.ui.unified', `themelib_${THEME}`]) hash.update(`${name}@${require(`@openui5/${name}/package.json`).version}`)
+  return hash.update(JSON.stringify(LIBRARIES)).digest('hex').slice(0, 16)
+})()
+const themesCurrent = () => {
+  try {
+    return !force && fs.existsSync(themes) && JSON.parse(fs.readFileSync(themesInfo, 'utf8')).hash === themesHash
+  } catch {
+    return false
+  }
+}
 const LIBRARY_PACKAGES = { 'sap/ui/core': 'sap.ui.core', 'sap/m': 'sap.m', 'sap/f': 'sap.f', 'sap/ui/layout': 'sap.ui.layout', 'sap/ui/unified': 'sap.ui.unified' }
 // --prune-only (development): reuse the last UI5 build output, only redo the selection
 /** When each part finished, seconds from the start (printed at the end). */
 const phases = []
 const pruneOnly = process.argv.includes('--prune-only') && fs.existsSync(path.join(staging, 'index.html')) && fs.existsSync(themes)
 if (!pruneOnly) {
-  console.log('console: type check, ui5 build self-contained (TypeScript → JavaScript, one bundle) and the sap_horizon theme …')
-  fs.rmSync(themes, { recursive: true, force: true })
+  const reuseThemes = themesCurrent()
+  console.log(`console: type check, ui5 build self-contained (TypeScript → JavaScript, one bundle)${reuseThemes ? ' (the sap_horizon theme is current)' : ' and the sap_horizon theme'} …`)
+  if (!reuseThemes) fs.rmSync(themes, { recursive: true, force: true })
+  if (!reuseThemes) fs.rmSync(themesInfo, { force: true })
   const timed = (name, promise) => promise.then(result => { phases.push(`${name} ${((Date.now() - started) / 1000).toFixed(1)} s`); return result })
   await Promise.all([
     timed('type check', run(process.execPath, [path.join(path.dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', here], root)),
@@ -126,7 +149,8 @@ if (!pruneOnly) {
       // the per-library preloads and sap-ui-core.js are replaced by the self-contained bundle; themes
       // and minification: only what the console loads, below
       '--exclude-task', 'generateLibraryPreload', 'generateBundle', 'generateComponentPreload', 'buildThemes', 'minify'], here)),
-    timed('theme', buildThemes({ root, libraries: LIBRARY_PACKAGES, theme: THEME, out: themes })),
+    reuseThemes ? Promise.resolve() : timed('theme', buildThemes({ root, libraries: LIBRARY_PACKAGES, theme: THEME, out: themes })
+      .then(() => fs.writeFileSync(themesInfo, JSON.stringify({ hash: themesHash })))),
   ])
 }
 

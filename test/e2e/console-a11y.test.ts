@@ -12,7 +12,7 @@ import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
-import { startDemo, type Demo } from '../helpers/demo'
+import { sharedDemo, type DemoApps } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
 
 const RESULTS = path.join(ROOT, 'test-results')
@@ -20,7 +20,7 @@ const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js')
 /** The demo's mocked PipelineAdmin (no password). */
 const ADMIN = { username: 'alice', password: '' }
 
-let demo: Demo | undefined
+let demo: DemoApps | undefined
 let browser: Browser
 let page: Page
 const counts: Record<string, { critical: number; serious: number; moderate: number; minor: number }> = {}
@@ -79,8 +79,9 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser()
-  // products has set its rejected record aside and reported schema drift
-  demo = await startDemo({ ready: pipelines => (pipelines.find(p => p.name === 'products')?.statistics_skipped ?? 0) > 0 })
+  // products has set its rejected record aside and reported schema drift (the demo is shared with
+  // console-roles.test.ts: nothing here changes it)
+  demo = await sharedDemo('products-rejected')
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, httpCredentials: { ...ADMIN, send: 'always' } })
   page = await context.newPage()
   await page.goto(`${demo.consumer.url}/pipeline-console/`)

@@ -11,7 +11,7 @@ import path from 'node:path'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
-import { basic, startDemo, waitUntil, type Demo } from '../helpers/demo'
+import { basic, sharedDemo, waitUntil, type DemoApps } from '../helpers/demo'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const ADMIN = 'alice'
@@ -22,7 +22,7 @@ const NEEDS_ADMIN = 'Needs the PipelineAdmin role'
 const OPERATOR_ONLY = /\/(start|execute|flush|setEnabled|replayRejects)\b|DataPipelineManagementService\.(start|setEnabled|replayRejects)\b/
 const ADMIN_ONLY = /setSchedule|clearSchedule|setOverrides|validateOverrides|clearOverrides|inspectData|inspectCapabilities|PipelineRejects/
 
-let demo: Demo | undefined
+let demo: DemoApps | undefined
 let browser: Browser
 let base: string
 
@@ -136,8 +136,9 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser()
-  // products has set its rejected record aside
-  demo = await startDemo({ ready: pipelines => (pipelines.find(p => p.name === 'products')?.statistics_skipped ?? 0) > 0 })
+  // products has set its rejected record aside (the demo is shared with console-a11y.test.ts: what a
+  // test here changes, it changes back)
+  demo = await sharedDemo('products-rejected')
   base = demo.consumer.url
 }, 180_000)
 

@@ -2,8 +2,10 @@
  * The pipeline console in real headless Chromium (the one in @sparticuz/chromium, or CHROMIUM_PATH,
  * through playwright-core: test/helpers/browser.ts) against the demo apps: demo/provider, and
  * demo/consumer with `management.reuse: { api, console }` serving the built console at /pipeline-console/.
- * Between them a real HTTP proxy slows the provider's Orders responses down, so a paged run of
- * `orders` lasts long enough to watch the console poll every 3 s and show progress while it runs.
+ * Between them a real HTTP proxy slows the provider's Orders responses down while the test watches a
+ * run (not before: the demo's first runs go at full speed), so a paged run of `orders` lasts long enough
+ * to watch the console poll every 3 s and show progress while it runs. The page that watched the run is
+ * then left alone to show the poll's return to 30 s while the other tests go on in a page of their own.
  * Screenshots of each column go to test-results/. The demo's `products` pipeline sets a provider row aside
  * (onError 'skip') and reports schema drift (the provider's API version 2); `orders` sweeps deletes.
  */
@@ -16,7 +18,7 @@ import { launchBrowser } from '../helpers/browser'
 import { DEMO_PIPELINES, startDemo, waitUntil, type Demo } from '../helpers/demo'
 
 const RESULTS = path.join(ROOT, 'test-results')
-/** Each provider Orders request waits this long, so a paged delta run of `orders` takes ~10 s. */
+/** Each provider Orders request waits this long while the test watches a run, so a paged delta run of `orders` takes ~10 s. */
 const ORDERS_DELAY = 2500
 
 let demo: Demo | undefined
@@ -24,14 +26,18 @@ let browser: Browser
 let context: BrowserContext
 let page: Page
 let base: string
-const requests: Array<{ url: string; at: number; method: string }> = []
+const requests: Array<{ url: string; at: number; method: string; page: Page }> = []
 const problems: string[] = []
 const timings: Record<string, number> = {}
 
-/** A real HTTP proxy in front of the provider: Orders requests wait ORDERS_DELAY ms, except the key
- * listings of the orders' deletes sweep ($select=ID only); `fail` answers them with HTTP 500. */
+/** A real HTTP proxy in front of the provider: Orders requests wait `delay` ms (ORDERS_DELAY while a run
+ * is watched), except the key listings of the orders' deletes sweep ($select=ID only); `fail` answers them with HTTP 500. */
 const ordersProxy = new OrdersProxy(url => !/[?&](\$|%24)select=ID(&|$)/.test(url))
-ordersProxy.delay = ORDERS_DELAY
+/**
+ * The page that watched the run in 'starting a run' (left alone since), and the gap between its last
+ * poll while the run was active and its next one: the idle poll, measured while the other tests go on.
+ */
+let idle: { page: Page; gap: Promise<{ gap?: number; error?: unknown }> } | undefined
 
 /** The demo's mocked PipelineAdmin (demo/consumer/package.json, no password): /pipeline needs a role. */
 const ADMIN = { username: 'alice', password: '' }
@@ -77,6 +83,20 @@ function isOrange(color: string): boolean {
 }
 const textOf = async (selector: string) => ((await page.locator(selector).first().innerText()) ?? '').replace(/\s+/g, ' ').trim()
 
+/** A console page of the admin's context that records its requests and problems. */
+async function newPage(): Promise<Page> {
+  const opened = await context.newPage()
+  opened.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method(), page: opened }))
+  opened.on('pageerror', error => problems.push(`page error: ${error.message}`))
+  opened.on('response', response => { if (response.status() >= 400 && !response.url().includes('/pipeline/')) problems.push(`HTTP ${response.status()} ${response.url()}`) })
+  // (requests a reload aborts are not failures)
+  opened.on('requestfailed', request => { if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ''}`) })
+  return opened
+}
+
+/** The times of the landscape polls (the console's poll refreshes the landscape) of `of`. */
+const pollsOf = (of: Page) => requests.filter(r => r.page === of && r.url.includes('/pipeline/landscapeMetadata')).map(r => r.at)
+
 async function screenshot(selector: string, file: string): Promise<void> {
   await page.locator(selector).first().screenshot({ path: path.join(RESULTS, file) })
 }
@@ -85,16 +105,11 @@ beforeAll(async () => {
   if (!fs.existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
   fs.mkdirSync(RESULTS, { recursive: true })
   browser = await launchBrowser() // first: a browser that does not start fails the file at once
-  // the demo's initial runs (orders goes through the slow proxy) finish first
+  // the demo's initial runs (through the proxy, not slowed down yet) finish first
   demo = await startDemo({ salesUrl: ordersProxy.start })
   base = demo.consumer.url
   context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, httpCredentials: { ...ADMIN, send: 'always' } })
-  page = await context.newPage()
-  page.on('request', (request: Request) => requests.push({ url: request.url(), at: Date.now(), method: request.method() }))
-  page.on('pageerror', error => problems.push(`page error: ${error.message}`))
-  page.on('response', response => { if (response.status() >= 400 && !response.url().includes('/pipeline/')) problems.push(`HTTP ${response.status()} ${response.url()}`) })
-  // (requests a reload aborts are not failures)
-  page.on('requestfailed', request => { if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ''}`) })
+  page = await newPage()
 }, 180_000)
 
 afterAll(async () => {
@@ -169,7 +184,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await waitUntil(async () => /paused/.test((await page.locator(byId('enabledText')).textContent()) ?? ''), 'the paused text')
   })
 
-  test('starting a run (also while paused): running and back, progress visible, polling 3 s while running and 30 s after', async () => {
+  test('starting a run (also while paused): running and back, progress visible, polling 3 s while running and 30 s after (the 30 s measured below)', async () => {
     await select('orders')
     // flush (with confirmation): the next delta run reads all orders again, page by page
     await page.locator(byId('flushButton')).click()
@@ -178,7 +193,8 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await waitUntil(async () => !(await pipeline('orders')).lastSync, 'orders flushed')
     await waitUntil(async () => /never run/.test((await page.locator(byId('detailLastSync')).textContent()) ?? ''), 'lastSync shown as never run')
     const before = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
-    const polls = () => requests.filter(r => r.url.includes('/pipeline/landscapeMetadata')).map(r => r.at)
+    const watching = page
+    const polls = () => pollsOf(watching)
     // the progress indicator samples (below). A busy machine's browser may poll only every few pages:
     // the run's next pages (continuations: no `$count`, which only a first page asks for) wait until the
     // console showed one more step of progress, up to two
@@ -189,6 +205,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
       const shown = Math.min(++continuations, 2)
       await waitUntil(() => samples.length >= shown, `progress step ${shown} shown`, 30_000)
     }
+    ordersProxy.delay = ORDERS_DELAY
     await page.locator(byId('startButton')).click()
     await page.locator(byId('startDialog')).waitFor()
     await page.locator(byId('startConfirm')).click() // pipeline default mode (delta), trigger manual, async
@@ -214,7 +231,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
         }
       }
       return (await row('orders').locator('.sapMObjStatusText').first().textContent()) === 'idle'
-    }, 'orders idle again', 60_000).finally(() => { ordersProxy.gate = undefined })
+    }, 'orders idle again', 60_000).finally(() => { ordersProxy.gate = undefined; ordersProxy.delay = 0 })
     console.log(`progress indicator samples: ${samples.map(s => `${s.value}% "${s.text}"`).join(' | ')}`)
     expect(samples.length).toBeGreaterThanOrEqual(2)
     for (let i = 1; i < samples.length; i++) expect(samples[i].value).toBeGreaterThan(samples[i - 1].value)
@@ -230,14 +247,21 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     const after = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
     expect(after).toBe(before + 1)
     expect((await pipeline('orders')).lastSync).toBeTruthy()
-    // back to 30 s: the first poll after the run ended comes ~30 s after the one before it
+    console.log(`poll gaps while running: ${gaps.join(', ')} ms`)
+    // back to 30 s: the first poll after the run ended comes ~30 s after the one before it. Nothing
+    // else touches this page from here on (a click, a refresh would poll at once): the next poll is the
+    // console's own timer. It is awaited by 'after the run, the console polls every 30 s again' below,
+    // the other tests going on meanwhile in a page of their own (same context: cached resources)
     await waitUntil(async () => /every 30 s/.test((await page.locator(byId('pollInfo')).textContent()) ?? ''), 'the 30 s poll', 10_000)
     const lastRunningPoll = Math.max(...polls())
-    await waitUntil(async () => polls().some(t => t > lastRunningPoll + 1000), 'the next idle poll', 70_000)
-    const idleGap = polls().find(t => t > lastRunningPoll + 1000)! - lastRunningPoll
-    console.log(`poll gaps while running: ${gaps.join(', ')} ms; next gap once idle: ${idleGap} ms`)
-    expect(idleGap).toBeGreaterThan(27_000)
-    expect(idleGap).toBeLessThan(60_000)
+    idle = {
+      page: watching,
+      gap: waitUntil(async () => polls().some(t => t > lastRunningPoll + 1000), 'the next idle poll', 70_000)
+        .then(() => ({ gap: polls().find(t => t > lastRunningPoll + 1000)! - lastRunningPoll }), error => ({ error })),
+    }
+    page = await newPage()
+    await openConsole(page)
+    await select('orders')
   }, 150_000)
 
   test('the runs tab shows the new run', async () => {
@@ -467,8 +491,12 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     await tab('Overview')
     await page.locator(byId('setScheduleButton')).click()
     await page.locator(byId('scheduleDialog')).waitFor()
-    await page.locator(byId('scheduleEngine')).click()
-    await page.locator('.sapMSelectList li', { hasText: 'queued' }).click()
+    // (a click while the dialog still opens can go nowhere, the list then never opens: again until chosen)
+    await waitUntil(async () => {
+      if (!(await page.locator('.sapMSelectList:visible').count())) await page.locator(byId('scheduleEngine')).click()
+      await page.locator('.sapMSelectList:visible li', { hasText: 'queued' }).first().click({ timeout: 10_000 }).catch(() => undefined)
+      return /queued/.test(await textOf(`${byId('scheduleEngine')} .sapMSelectListItemText, ${byId('scheduleEngine')} .sapMSltLabel`).catch(() => ''))
+    }, 'the queued engine chosen', 60_000)
     await page.locator(`${byId('scheduleCron')} input`).fill('*/5 * * *')
     await page.locator(byId('scheduleConfirm')).click()
     const box = page.locator('.sapMMessageBox')
@@ -647,6 +675,18 @@ describe('pipeline console in headless Chromium (demo app)', () => {
       ordersProxy.fail = false
     }
   }, 120_000)
+
+  test('after the run, the console polls every 30 s again (the page that watched it, left alone since)', async () => {
+    expect(idle, "the page that watched the run in 'starting a run'").toBeDefined()
+    const { gap, error } = await idle!.gap
+    if (error) throw error
+    console.log(`next poll gap once idle: ${gap} ms`)
+    expect(gap).toBeGreaterThan(27_000)
+    expect(gap).toBeLessThan(60_000)
+    // (a request of its own open just then ends with the page: not a failure)
+    idle!.page.removeAllListeners('requestfailed')
+    await idle!.page.close()
+  }, 90_000)
 
   test('no request leaves the host origin and nothing failed to load', async () => {
     const origin = new URL(base).origin

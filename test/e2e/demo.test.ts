@@ -6,13 +6,12 @@
  * needs a user and runPipeline an operator — and the printed runPipeline curl works as printed. A
  * customer changed at the provider (the printed PATCH) reaches the `@federated` replica through the
  * provider's change event (`@federation.emit`, CAP's file-based-messaging shared by both apps) without a run.
+ * (The `e2e` project's global setup starts demo/start.mjs as the run begins: its first scheduled runs
+ * happen while other files run. Run by another config, this file starts it itself.)
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import path from 'node:path'
-import { ROOT } from '../helpers/apps'
-import { basic, waitUntil } from '../helpers/demo'
+import { NPM_START_EXITED, basic, npmStart, waitUntil } from '../helpers/demo'
 
-let child: ChildProcess
+let demo: ReturnType<typeof npmStart> | undefined
 let output = ''
 let consumer: string
 let provider: string
@@ -24,16 +23,12 @@ const get = async (url: string, user?: string) => {
 }
 
 beforeAll(async () => {
-  child = spawn(process.execPath, [path.join(ROOT, 'demo/start.mjs')], {
-    cwd: ROOT,
-    // 0: any free port (start.mjs falls back to a free one anyway); changes as in `npm start`
-    env: { ...process.env, NODE_ENV: '', CDS_ENV: '', DEMO_PROVIDER_PORT: '0', DEMO_CONSUMER_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  child.stdout!.on('data', chunk => { output += chunk })
-  child.stderr!.on('data', chunk => { output += chunk })
-  const exited = new Promise<never>((_, reject) => child.once('exit', code => reject(new Error(`demo/start.mjs exited (${code}):\n${output}`))))
-  await Promise.race([exited, waitUntil(async () => output.includes('demo is running') && output.includes('Press Ctrl-C to stop'), 'the demo banner', 120_000)])
+  demo = npmStart()
+  await waitUntil(async () => {
+    output = demo!.output()
+    if (output.includes(NPM_START_EXITED)) throw new Error(`demo/start.mjs exited:\n${output}`)
+    return output.includes('demo is running') && output.includes('Press Ctrl-C to stop')
+  }, 'the demo banner', 120_000)
   consumer = /Data\s+(http:\/\/[^/\s]+)\/odata\/v4\/demo\//.exec(output)?.[1] ?? ''
   provider = /Provider\s+(http:\/\/[^/\s]+)\/odata\/v4\/sales/.exec(output)?.[1] ?? ''
   expect(consumer, output).toMatch(/^http:/)
@@ -41,11 +36,7 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise(resolve => child.once('exit', resolve))
-    child.kill('SIGINT')
-    await exited
-  }
+  await demo?.stop()
 })
 
 describe('the demo\'s first screen (npm start)', () => {
@@ -96,15 +87,24 @@ describe('the demo\'s first screen (npm start)', () => {
     const [, url, id, body] = printed!
     expect(output).toContain(`curl -u victor: '${consumer}/odata/v4/demo/Customers(${id})'`)
     const runsOf = async () => ((await get(`${consumer}/pipeline/PipelineRuns?$filter=pipeline_name eq 'demo.Customers'&$select=startTime`, 'victor')).data.value as Array<{ startTime: string }>)
-    const changedAt = Date.now()
-    const patch = await fetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body })
-    expect(patch.status).toBe(200)
-    const { creditLimit } = JSON.parse(body) as { creditLimit: number }
-    await waitUntil(async () => Number((await get(`${consumer}/odata/v4/demo/Customers(${id})`, 'victor')).data?.creditLimit) === creditLimit, `customer ${id} changed in the replica`, 10_000)
-    const seenAt = Date.now()
-    console.log(`[demo] customer change → replica in ${seenAt - changedAt} ms (file-based-messaging)`)
-    // no run of demo.Customers started between the change and its arrival: the event brought it
-    expect((await runsOf()).filter(run => Date.parse(run.startTime) >= changedAt - 1000 && Date.parse(run.startTime) <= seenAt)).toEqual([])
+    // the printed change; once more with another value (up to twice) when the replica's scheduled run
+    // (every minute: the demo may have run for a while) happened to start just then
+    const printedLimit = (JSON.parse(body) as { creditLimit: number }).creditLimit
+    for (let attempt = 1; ; attempt++) {
+      const creditLimit = printedLimit + attempt - 1
+      const changedAt = Date.now()
+      const patch = await fetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: attempt === 1 ? body : JSON.stringify({ ...JSON.parse(body), creditLimit }) })
+      expect(patch.status).toBe(200)
+      await waitUntil(async () => Number((await get(`${consumer}/odata/v4/demo/Customers(${id})`, 'victor')).data?.creditLimit) === creditLimit, `customer ${id} changed in the replica`, 10_000)
+      const seenAt = Date.now()
+      console.log(`[demo] customer change → replica in ${seenAt - changedAt} ms (file-based-messaging)`)
+      // no run of demo.Customers started between the change and its arrival: the event brought it
+      const meanwhile = (await runsOf()).filter(run => Date.parse(run.startTime) >= changedAt - 1000 && Date.parse(run.startTime) <= seenAt)
+      if (!meanwhile.length || attempt === 3) {
+        expect(meanwhile).toEqual([])
+        break
+      }
+    }
     // the event statistics (written after the micro-batch)
     await waitUntil(async () => {
       const { data: stats } = await get(`${consumer}/pipeline/PipelineEventStats?$filter=pipeline eq 'demo.Customers'`, 'victor')

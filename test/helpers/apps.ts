@@ -189,13 +189,14 @@ export async function startInstalledApp(dir: string, options: { env?: Record<str
 }
 
 /**
- * `npm pack` of this checkout into `dest` (what `npm add cap-data-pipeline` would install); the
- * console must have been built (`npm run build`, part of `npm test`) for /pipeline-console/.
+ * The `npm pack` of this checkout (what `npm add cap-data-pipeline` would install), as a tarball in
+ * `dest`: packed once per test run and shared by the files that install it (test/helpers/packed.ts);
+ * the console must have been built (`npm run build`, part of `npm test`) for /pipeline-console/.
  */
 export async function packPlugin(dest: string): Promise<string> {
   if (!existsSync(path.join(ROOT, 'dist/console/index.html'))) throw new Error('dist/console is missing: run `npm run build` first')
-  const packed = JSON.parse(await runNpm(['pack', '--ignore-scripts', '--json', '--pack-destination', dest], ROOT, 120_000))
-  return path.join(dest, packed[0].filename as string)
+  const { packedPlugin } = await import('./packed')
+  return (await packedPlugin(dest)).tarball
 }
 
 /**

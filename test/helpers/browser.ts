@@ -7,6 +7,11 @@
  * (or one was killed half-way), and an upgraded package would go on using the old binary. So it
  * unpacks here in a child process with its own TMPDIR, into a staging directory that is renamed
  * into place (atomically) once complete: <tmpdir>/cap-data-pipeline-chromium-<version>-<uid>.
+ *
+ * One browser for the whole `e2e` project: test/helpers/e2e-global-setup.ts starts it as a Playwright
+ * browser server (`serveBrowser`) and provides its endpoint; `launchBrowser()` in a test file connects
+ * to it (its contexts are the file's own: closed, with everything in them, when the file closes its
+ * connection). Without that endpoint (a file run by another config), it launches a browser of its own.
  */
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
@@ -15,12 +20,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
-import { chromium, type Browser, type LaunchOptions } from 'playwright-core'
+import { chromium, type Browser, type BrowserServer, type LaunchOptions } from 'playwright-core'
+import { inject } from 'vitest'
 
 const require = createRequire(import.meta.url)
 
 /** The machine may have no internet: no background connections of the browser's own. */
 const QUIET = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+/** @sparticuz's GPU emulation (WebGL on SwiftShader), made for AWS Lambda: left out (--disable-gpu). */
+const GPU = /^--(use-gl|use-angle|enable-unsafe-swiftshader|in-process-gpu|ignore-gpu-blocklist)\b/
 /** For a browser of your own (CHROMIUM_PATH), as before. */
 const OWN_ARGS = ['--no-sandbox', '--disable-gpu']
 const READY = '.complete'
@@ -47,21 +55,66 @@ export async function browserSetup(): Promise<BrowserSetup> {
     executablePath: path.join(dir, 'chromium'),
     // Chromium honours only the last --disable-features/--enable-features switch: @sparticuz's would
     // replace Playwright's own lists (which also keep the browser off the network at start-up).
-    // What @sparticuz's lists turn off (site isolation, out-of-process audio) --single-process and
-    // --disable-site-isolation-trials already do.
-    args: [...bundled.args.filter(arg => !/^--(disable|enable)-features=/.test(arg)), ...QUIET],
+    // What @sparticuz's lists turn off (site isolation, out-of-process audio)
+    // --disable-site-isolation-trials already does.
+    // Not --single-process (made for AWS Lambda): such a browser ends when any of its contexts is
+    // closed, so one browser could not serve file after file, each closing its own contexts. And no
+    // GPU (as for a browser of your own): @sparticuz's WebGL emulation (ANGLE on SwiftShader, GPU in
+    // process) composited every frame on the CPU, twice the CPU time of software compositing.
+    args: [...bundled.args.filter(arg => !/^--(disable|enable)-features=/.test(arg) && arg !== '--single-process' && !GPU.test(arg)), '--disable-gpu', ...QUIET],
     env,
   }
 }
 
-/** Launches headless Chromium (bundled, or CHROMIUM_PATH). */
+const HINT = () => process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : `the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)`
+
+/**
+ * Headless Chromium for a test file: a connection to the project's browser (test/helpers/e2e-global-setup.ts)
+ * when there is one, else a browser of the file's own (bundled, or CHROMIUM_PATH). `close()` ends
+ * either: the connection closes the contexts the file opened, the project's browser goes on. `options`
+ * apply to a browser of the file's own only.
+ */
 export async function launchBrowser(options: LaunchOptions = {}): Promise<Browser> {
+  const shared = providedEndpoint()
+  if (shared?.error) throw new Error(`headless Chromium did not start (${HINT()}): ${shared.error}`)
+  if (shared?.endpoint) {
+    try {
+      return await chromium.connect(shared.endpoint, { timeout: 60_000 })
+    } catch (error) {
+      throw new Error(`the project's headless Chromium (${shared.endpoint}) does not answer: ${(error as Error).message}`, { cause: error })
+    }
+  }
   const setup = await browserSetup()
   try {
-    return await chromium.launch({ headless: true, executablePath: setup.executablePath, env: setup.env, ...options, args: [...setup.args, ...options.args ?? []] })
+    return await chromium.launch({ headless: !process.env.HEADED, executablePath: setup.executablePath, env: setup.env, ...options, args: [...setup.args, ...options.args ?? []] })
   } catch (error) {
-    const hint = process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : `the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)`
-    throw new Error(`headless Chromium did not start (${hint}): ${(error as Error).message}`, { cause: error })
+    throw new Error(`headless Chromium did not start (${HINT()}): ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Starts Chromium (headless unless HEADED is set, with a browser of your own in CHROMIUM_PATH) as a Playwright browser server on loopback (the `e2e` project's global setup). */
+export async function serveBrowser(): Promise<BrowserServer> {
+  const setup = await browserSetup()
+  try {
+    return await chromium.launchServer({ headless: !process.env.HEADED, host: '127.0.0.1', executablePath: setup.executablePath, env: setup.env, args: setup.args })
+  } catch (error) {
+    throw new Error(`headless Chromium did not start (${HINT()}): ${(error as Error).message}`, { cause: error })
+  }
+}
+
+declare module 'vitest' {
+  interface ProvidedContext {
+    /** The project's browser server (test/helpers/e2e-global-setup.ts): its endpoint, or why it did not start. */
+    chromium: { endpoint?: string; error?: string }
+  }
+}
+
+/** What the global setup provided, if this runs in a vitest worker of a project that has one. */
+function providedEndpoint(): { endpoint?: string; error?: string } | undefined {
+  try {
+    return inject('chromium')
+  } catch {
+    return undefined // not in a vitest worker
   }
 }
 

@@ -4,6 +4,7 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from './apps'
+import { sharedProvider } from './shared-provider'
 import type DataPipelineService from '../../srv/data-pipeline'
 import type { RunOutcome } from '../../lib/engine/run'
 
@@ -19,7 +20,7 @@ export interface ConsumerContext {
   readsSince(before: number, match?: (url: string) => boolean): Promise<{ requests: number; reads: string[]; urls: string[] }>
 }
 
-/** Call at module top level: starts the provider, boots the consumer, connects the engine. */
+/** Call at module top level: takes the worker's provider over (or starts one), boots the consumer, connects the engine. */
 export function useConsumer(options: { provider?: Record<string, string> } = {}): ConsumerContext {
   const context = {
     async run(name, options = {}) {
@@ -37,7 +38,8 @@ export function useConsumer(options: { provider?: Record<string, string> } = {})
     },
   } as ConsumerContext
   beforeAll(async () => {
-    context.provider = await startProvider(options.provider)
+    // this worker's provider, fresh (test/helpers/shared-provider.ts), unless the file wants one with its own settings
+    context.provider = options.provider ? await startProvider(options.provider) : await sharedProvider()
   })
   context.test = cds.test(path.join(FIXTURES, 'consumer'))
   beforeAll(async () => {

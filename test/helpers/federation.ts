@@ -5,7 +5,8 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from './apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from './apps'
+import { sharedProvider } from './shared-provider'
 import { client, type Client } from './management'
 
 export type Provider = RunningApp & { control: ProviderControl }
@@ -26,7 +27,8 @@ export interface FederationContext {
 export function useFederation(options: { fixture?: string; seed?: (ctx: FederationContext) => Promise<void> } = {}): FederationContext {
   const ctx = {} as FederationContext
   beforeAll(async () => {
-    ;[ctx.a, ctx.b] = await Promise.all([startProvider(), startProvider()])
+    // this worker's two providers, fresh (test/helpers/shared-provider.ts)
+    ;[ctx.a, ctx.b] = await Promise.all([sharedProvider(0), sharedProvider(1)])
   })
   ctx.test = cds.test(path.join(FIXTURES, options.fixture ?? 'federation-delegate'))
   beforeAll(async () => {

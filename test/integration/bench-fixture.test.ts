@@ -2,7 +2,8 @@
  * The provider fixture's benchmark entity (bench/run.mjs): BenchItems with deterministic UUID keys,
  * seeded and changed through ControlService, and the rows/bytes counters of stats().
  */
-import { startProvider, type RunningApp } from '../helpers/apps'
+import { type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 
 let provider: RunningApp
 const T_OLD = '2026-01-01T00:00:00.000Z'
@@ -23,7 +24,7 @@ type Stats = { requests: number; rows: number; bytes: number }
 type Item = { ID: string; name: string; description: string; modifiedAt: string }
 const items = async (query = '') => (await get<{ value: Item[] }>(`/odata/v4/catalog/BenchItems${query}`)).value
 
-beforeAll(async () => { provider = await startProvider() }, 60_000)
+beforeAll(async () => { provider = await sharedProvider() }, 60_000)
 afterAll(async () => { await provider?.stop() })
 beforeEach(async () => { await post('reset', {}) })
 

@@ -10,10 +10,10 @@
  * and then the generated .http file is sent as written, as an .http client would send it.
  * KEEP_CDS_ADD_APP=1 keeps the project.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { appsFolder } from '../helpers/packed'
 
 const SEEDED = 5
 const HTTP_FILE = 'test/http/data-pipeline.http'
@@ -60,7 +60,7 @@ function parseHttpFile(text: string, overrides: Record<string, string>): HttpReq
 }
 
 describe('cds add data-pipeline in a project made by cds init, with an imported API', () => {
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-cds-add-'))
+  const work = appsFolder('cap-data-pipeline-cds-add-')
   const app = path.join(work, 'shop')
   const file = (name: string) => path.join(app, name)
   let provider: RunningApp & { control: ProviderControl }

@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { deployTo, postgresEnv, suiteDatabase } from '../helpers/postgres'
 import { waitFor } from '../helpers/wait'
 
@@ -58,7 +59,7 @@ describe('crash recovery of partitioned reads', () => {
       cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
     })
     deploy.catch(() => undefined)
-    provider = await startProvider()
+    provider = await sharedProvider()
     await provider.control.seed({ from: 1, count: TOTAL, modifiedAt: T0 })
     await deploy
     env = { ...(postgres ? postgresEnv(postgres) : { cds_requires_db_credentials_url: database }), cds_requires_Provider_credentials_url: `${provider.url}/odata/v4/catalog` }
@@ -92,6 +93,8 @@ describe('crash recovery of partitioned reads', () => {
   /** The next trigger takes over once the killed run's lease expired (tried every 100 ms); its run ends. */
   async function takeOver(api: ReturnType<typeof client>, what: string) {
     await waitFor(async () => (await api.start()).status === 200, 'the takeover', 15_000, 100)
+    // taken over: the new run need not be slow
+    await provider.control.faults({})
     await waitFor(async () => (await api.tracker()).status === 'idle', what, 60_000)
   }
 

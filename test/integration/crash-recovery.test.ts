@@ -15,7 +15,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { deployTo, postgresEnv, suiteDatabase } from '../helpers/postgres'
 
 const require = createRequire(import.meta.url)
@@ -59,6 +60,11 @@ function client(app: RunningApp) {
     tracker: (pipeline: Pipeline) => get<TrackerRow>('tracker', pipeline),
     counts: (pipeline: Pipeline) => get<{ rows: number; distinctIDs: number }>('counts', pipeline),
     runs: (pipeline: Pipeline) => get<RunRow[]>('runs', pipeline),
+    /** How long each batch of `local` takes to write (the fixture starts with 150 ms). */
+    async writeDelay(ms: number): Promise<void> {
+      const response = await fetch(`${app.url}/crash/writeDelay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ms }) })
+      if (!response.ok) throw new Error(`writeDelay: ${response.status} ${await response.text()}`)
+    },
     async seedLocal(data: { nulls: number; stamped: number; modifiedAt: string }): Promise<void> {
       const response = await fetch(`${app.url}/crash/seedLocal`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
       if (!response.ok) throw new Error(`seedLocal: ${response.status} ${await response.text()}`)
@@ -97,7 +103,7 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
       cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' },
     })
     deploy.catch(() => undefined) // awaited below; avoids an unhandled rejection while the provider starts
-    provider = await startProvider()
+    provider = await sharedProvider()
     // 40 groups of 50 rows (one batch each), each group with its own modifiedAt, IDs ascending with time
     await Promise.all(Array.from({ length: TOTAL / BATCH }, (_, i) =>
       provider.control.seed({ from: 1 + i * BATCH, count: BATCH, modifiedAt: new Date(BASE_TIME + i * 1000).toISOString() })))
@@ -230,6 +236,9 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
 
   test('the resumed run completes the data without duplicates and leaves the tracker idle', async () => {
     const api = client(second!)
+    // the new runs are under way (above): the rest of them need not be slow
+    await provider.control.faults({})
+    await api.writeDelay(0)
     const deadline = Date.now() + 20_000
     for (const pipeline of PIPELINES) {
       while ((await api.tracker(pipeline)).status === 'running') {

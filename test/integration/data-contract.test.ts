@@ -45,29 +45,35 @@ async function register(name: string, target: string, options: Record<string, un
 }
 
 describe("onError 'fail' checks the target's types as 'skip' does, on every database", () => {
-  beforeEach(async () => {
+  // the provider's five books for every run of this block (the bad values are set by MAP handlers)
+  beforeAll(async () => {
     await ctx.provider.control.reset()
     await ctx.provider.control.seed({ from: 1, count: 5, modifiedAt: T0 })
   })
 
-  test.each(KINDS)('%s: a full refresh fails naming the record and the field; the previous content stays', async (kind, field, value, message) => {
-    const name = `contract-full-${slug(kind)}`
-    await ql.DELETE.from('consumer.ContractFull') // each kind starts empty: its first run creates all five
-    const bad = await register(name, 'consumer.ContractFull', { mode: 'full' }, field, value)
-    bad.on = false
-    expect(await ctx.run(name)).toMatchObject({ status: 'completed', statistics: { created: 5 } })
-    const before = await rowsOf('consumer.ContractFull')
-    expect(before.map(r => r.ID)).toEqual([1, 2, 3, 4, 5])
+  describe('full refresh', () => {
+    let before: Row[]
+    // the previous content every failing full refresh below must leave: one good full refresh of the five books
+    beforeAll(async () => {
+      await ql.DELETE.from('consumer.ContractFull')
+      await ctx.engine.addPipeline({ name: 'contract-full', mode: 'full', source: { service: 'Provider', entity: 'Books', batchSize: 2 }, target: { entity: 'consumer.ContractFull' } })
+      expect(await ctx.run('contract-full')).toMatchObject({ status: 'completed', statistics: { created: 5 } })
+      before = await rowsOf('consumer.ContractFull')
+      expect(before.map(r => r.ID)).toEqual([1, 2, 3, 4, 5])
+    })
 
-    bad.on = true
-    const error = await ctx.run(name).catch(e => e)
-    expect(error).toMatchObject({ code: 'TARGET_FAILED', target: field })
-    expect(error.message).toContain(`record {"ID":3} does not fit target 'consumer.ContractFull': ${message}`)
-    // atomic: the truncate and the first batch (books 1, 2) were rolled back with it
-    expect(await rowsOf('consumer.ContractFull')).toEqual(before)
-    const tracker = await ctx.engine.status(name)
-    expect(tracker.status).toBe('failed')
-    expect(tracker.lastError).toContain(message)
+    test.each(KINDS)('%s: a full refresh fails naming the record and the field; the previous content stays', async (kind, field, value, message) => {
+      const name = `contract-full-${slug(kind)}`
+      await register(name, 'consumer.ContractFull', { mode: 'full' }, field, value)
+      const error = await ctx.run(name).catch(e => e)
+      expect(error).toMatchObject({ code: 'TARGET_FAILED', target: field })
+      expect(error.message).toContain(`record {"ID":3} does not fit target 'consumer.ContractFull': ${message}`)
+      // atomic: the truncate and the first batch (books 1, 2) were rolled back with it
+      expect(await rowsOf('consumer.ContractFull')).toEqual(before)
+      const tracker = await ctx.engine.status(name)
+      expect(tracker.status).toBe('failed')
+      expect(tracker.lastError).toContain(message)
+    })
   })
 
   test.each(KINDS)('%s: a delta run fails at the batch holding the record; that batch is not committed', async (kind, field, value, message) => {
@@ -81,16 +87,6 @@ describe("onError 'fail' checks the target's types as 'skip' does, on every data
     expect(await ctx.engine.status(name)).toMatchObject({ status: 'failed', statistics_created: 2 })
   })
 
-  test.each(KINDS)("%s: onError 'skip' sets the same record aside with the same message; the others are written", async (kind, field, value, message) => {
-    const name = `contract-skip-${slug(kind)}`
-    await ql.DELETE.from('consumer.ContractSkip')
-    await register(name, 'consumer.ContractSkip', { onError: 'skip' }, field, value)
-    expect(await ctx.run(name)).toMatchObject({ status: 'completed', statistics: { created: 4, skipped: 1 } })
-    expect(await idsOf('consumer.ContractSkip')).toEqual([1, 2, 4, 5])
-    const rejects = await ql.SELECT.from('plugin.data_pipeline.PipelineRejects').where({ pipeline_name: name })
-    expect(rejects).toMatchObject([{ recordKey: '{"ID":3}', phase: 'validate', error: message }])
-  })
-
   test('values that fit pass under fail: decimal text with trailing zeros, integer bounds, enum values', async () => {
     const name = 'contract-fits'
     await ql.DELETE.from('consumer.ContractDelta')
@@ -102,6 +98,27 @@ describe("onError 'fail' checks the target's types as 'skip' does, on every data
     const rows = await rowsOf('consumer.ContractDelta')
     expect(rows.map(r => [r.ID, Number(r.price), r.stock])).toContainEqual([3, 999.99, 3])
     expect(rows.map(r => [r.ID, Number(r.price), r.stock, r.title])).toContainEqual([4, -0.05, -32768, 'x'.repeat(12)])
+  })
+
+  test("onError 'skip' sets each record aside with the message 'fail' gives (every kind in one run: books 3 to 9); the others are written", async () => {
+    // five more books (by one of the enum's authors): every kind breaks a book of its own
+    await ctx.provider.control.seed({ from: 6, count: 5, modifiedAt: T0, author: 'Author 1' })
+    const name = 'contract-skip'
+    await ql.DELETE.from('consumer.ContractSkip')
+    await ctx.engine.addPipeline({ name, source: { service: 'Provider', entity: 'Books', batchSize: 2 }, target: { entity: 'consumer.ContractSkip' }, onError: 'skip' } as never)
+    const broken = new Map(KINDS.map(([, field, value], i) => [i + 3, { field, value }]))
+    ctx.engine.before('PIPELINE.MAP', name, function breakBooks(req: { data: { sourceRecords: Array<Record<string, unknown>> } }) {
+      for (const record of req.data.sourceRecords) {
+        const bad = broken.get(record.ID as number)
+        if (bad) record[bad.field] = bad.value
+      }
+    })
+    expect(await ctx.run(name)).toMatchObject({ status: 'completed', statistics: { created: 3, skipped: KINDS.length } })
+    expect(await idsOf('consumer.ContractSkip')).toEqual([1, 2, 10])
+    const rejects = await ql.SELECT.from('plugin.data_pipeline.PipelineRejects').columns('recordKey', 'phase', 'error').where({ pipeline_name: name })
+    expect(rejects).toHaveLength(KINDS.length)
+    for (const [i, [kind, , , message]] of KINDS.entries())
+      expect(rejects, kind).toContainEqual({ recordKey: `{"ID":${i + 3}}`, phase: 'validate', error: message })
   })
 })
 

@@ -10,7 +10,8 @@ import cds from '@sap/cds'
 import http from 'node:http'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql, rowCount } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -39,7 +40,7 @@ const restServer = http.createServer((req, res) => {
 })
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await new Promise<void>(resolve => restServer.listen(0, '127.0.0.1', () => resolve()))
 })
 cds.test(path.join(FIXTURES, 'deletes'))

@@ -5,7 +5,8 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql, rowCount } from '../helpers/consumer'
 import { parseTieCursor } from '../../lib/adapters/watermark'
 import type DataPipelineService from '../../srv/data-pipeline'
@@ -18,7 +19,7 @@ let engine: DataPipelineService
 const sent: Cqn[] = []
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 cds.test(path.join(FIXTURES, 'hcql-consumer'))
 beforeAll(async () => {

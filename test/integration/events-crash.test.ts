@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
 
@@ -34,7 +35,7 @@ beforeAll(async () => {
   const database = path.join(dir, 'consumer.sqlite')
   const deploy = promisify(execFile)(process.execPath, [require.resolve('@sap/cds-dk/bin/cds.js'), 'deploy', '--to', `sqlite:${database}`], { cwd: APP, env: { ...process.env, NODE_ENV: 'test', CDS_ENV: '' } })
   deploy.catch(() => undefined)
-  provider = await startProvider()
+  provider = await sharedProvider()
   await deploy
   env = {
     cds_requires_db_credentials_url: database,

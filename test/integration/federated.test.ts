@@ -11,7 +11,8 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql, rowCount, sqliteType } from '../helpers/consumer'
 import { waitFor } from '../helpers/wait'
 import type DataPipelineService from '../../srv/data-pipeline'
@@ -26,7 +27,7 @@ let provider: RunningApp & { control: ProviderControl }
 let engine: DataPipelineService
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ from: 1, count: SEEDED, modifiedAt: T0 })
   await fetch(`${provider.url}/odata/v4/control/seedAuthors`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 5, works: 1 }) })
   process.env[URL_VARIABLE] = `${provider.url}/odata/v4/catalog`

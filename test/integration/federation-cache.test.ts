@@ -13,10 +13,23 @@ import { post, useFederation } from '../helpers/federation'
 const ctx = useFederation()
 const S = '/odata/v4/federation'
 const as = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}` })
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /** The TTL of the fixture's ShortCached* entities (ms). */
 const SHORT_TTL = 3000
+
+/**
+ * Runs `fn` once the TTL that began at `began` has surely passed: the clock (Date only; timers and
+ * I/O stay real) is set forward instead of waiting it out. The caches take their time from Date.
+ */
+async function afterTtl<T>(began: number, fn: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+  vi.setSystemTime(Math.max(Date.now(), began + SHORT_TTL + 50))
+  try {
+    return await fn()
+  } finally {
+    vi.useRealTimers()
+  }
+}
 
 describe('response cache', () => {
   test('a repeated query is served from the cache; another query shape is a miss', async () => {
@@ -91,8 +104,7 @@ describe('response cache', () => {
     // within the TTL the second read is a hit (a machine too busy to read twice in 3 s proves nothing here)
     if (Date.now() - asked < SHORT_TTL) expect((await ctx.requests()).a).toHaveLength(1)
     else await ctx.requests()
-    await sleep(SHORT_TTL - (Date.now() - cached) + 50) // the TTL is time itself: wait until it has surely passed
-    await ctx.http.GET(short)
+    await afterTtl(cached, () => ctx.http.GET(short))
     expect((await ctx.requests()).a).toHaveLength(1)
   })
 })
@@ -148,8 +160,7 @@ describe('entity cache', () => {
     const count = (await ctx.http.GET(`${S}/ShortCachedAuthors/$count`)).data
     // still the old copy while the TTL runs (a machine too busy to get here within it proves nothing)
     if (Date.now() - asked < SHORT_TTL) expect(count).toBe(30)
-    await sleep(SHORT_TTL - (Date.now() - loaded) + 50) // the TTL is time itself: wait until it has surely passed
-    expect((await ctx.http.GET(`${S}/ShortCachedAuthors/$count`)).data).toBe(31)
+    expect((await afterTtl(loaded, () => ctx.http.GET(`${S}/ShortCachedAuthors/$count`))).data).toBe(31)
     expect((await ctx.requests()).a).toHaveLength(1)
   })
 })

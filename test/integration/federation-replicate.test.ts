@@ -13,7 +13,8 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql, rowCount } from '../helpers/consumer'
 import { columnNames, dbName, relationType } from '../helpers/postgres'
 import type DataPipelineService from '../../srv/data-pipeline'
@@ -40,7 +41,7 @@ let listenedAt = 0
 let engine: DataPipelineService
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ from: 1, count: SEEDED, modifiedAt: T0 })
   process.env[URL_VARIABLE] = `${provider.url}/odata/v4/catalog`
   cds.once('listening', () => { listenedAt = Date.now() })

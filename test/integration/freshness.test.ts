@@ -7,16 +7,16 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { BOUND, client, fnArgs, jsonValue } from '../helpers/management'
-import { sleep } from '../helpers/wait'
 import { ql } from '../helpers/consumer'
 
 let provider: RunningApp & { control: ProviderControl }
 const HOUR_AGO = new Date(Date.now() - 3_600_000).toISOString()
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: 12, modifiedAt: HOUR_AGO })
 })
 const test$ = cds.test(path.join(FIXTURES, 'management'))
@@ -62,12 +62,18 @@ describe('freshness', () => {
     const status = await http.GET(`/pipeline/status(${fnArgs({ name: 'fresh-books' })})`)
     expect(status.data).toMatchObject({ freshness: 'fresh', maxStaleness: 1000 })
 
-    await sleep(1_100)
-    expect(await pipeline('fresh-books')).toMatchObject({ freshness: 'stale' })
-    expect(await landscapeNode('fresh-books')).toMatchObject({ status: 'Warning', freshness: 'stale', description: expect.stringContaining('stale') })
-    // $select of freshness alone still computes it
-    const selected = await http.GET(`/pipeline/Pipelines?$select=name,freshness&$filter=name eq 'fresh-books'`)
-    expect(selected.data.value).toEqual([expect.objectContaining({ name: 'fresh-books', freshness: 'stale' })])
+    // 1.1 s later (the clock, Date only, set forward instead of waiting: freshness is computed from it when read)
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+    try {
+      vi.setSystemTime(Date.now() + 1_100)
+      expect(await pipeline('fresh-books')).toMatchObject({ freshness: 'stale' })
+      expect(await landscapeNode('fresh-books')).toMatchObject({ status: 'Warning', freshness: 'stale', description: expect.stringContaining('stale') })
+      // $select of freshness alone still computes it
+      const selected = await http.GET(`/pipeline/Pipelines?$select=name,freshness&$filter=name eq 'fresh-books'`)
+      expect(selected.data.value).toEqual([expect.objectContaining({ name: 'fresh-books', freshness: 'stale' })])
+    } finally {
+      vi.useRealTimers()
+    }
 
     await run('fresh-books')
     expect(await pipeline('fresh-books')).toMatchObject({ freshness: 'fresh' })

@@ -2,9 +2,13 @@
  * Full refresh into the database target: batches whose keys are all new after the run's
  * truncate are plain INSERTs (no lookup of existing keys); anything else — keys repeated
  * across batches, out of order — still takes the counted UPSERT, so statistics stay honest
- * and nothing fails on a duplicate key.
+ * and nothing fails on a duplicate key. And the progress of a full refresh in one transaction
+ * (README "Progress and freshness"): PostgreSQL (this file is part of the `postgres` project) shows
+ * it per batch beside the run's transaction; SQLite's only connection is the run's, the row shows the end.
  */
 import { useConsumer, ql } from '../helpers/consumer'
+import { suiteDatabase } from '../helpers/postgres'
+import { expectAdvancing, num, watch } from '../helpers/progress'
 
 const ctx = useConsumer()
 type Data = Record<string, any>
@@ -60,5 +64,21 @@ describe('full refresh writes', () => {
     })
     expect((await ctx.run('fr-reversed')).statistics).toEqual({ created: 2500, updated: 0, deleted: 1500 })
     expect(await ql.SELECT.one.from('consumer.LocalCopies').columns('count(1) as count')).toEqual({ count: 2500 })
+  })
+
+  test('progress of a full refresh in one transaction: per batch beside it on PostgreSQL, at the end on SQLite', async () => {
+    await ctx.provider.control.reset()
+    await ctx.provider.control.seed({ from: 1, count: 24, modifiedAt: '2026-01-01T00:00:00.000Z' })
+    await ctx.engine.addPipeline({ name: 'progress-atomic', mode: 'full', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksGuard' } })
+    await ctx.provider.control.faults({ delay: 120 })
+    try {
+      const atomic = await ctx.engine.execute('progress-atomic', { async: true })
+      const watched = await watch(atomic.runId, atomic.done)
+      // one transaction: PostgreSQL shows the progress per batch beside it; SQLite's only connection is the run's, the row shows the end
+      if (suiteDatabase()) expectAdvancing(watched.samples, 24)
+      expect([num(watched.final.processed), num(watched.final.expected), num(watched.final.percent)]).toEqual([24, 24, 100])
+    } finally {
+      await ctx.provider.control.faults({})
+    }
   })
 })

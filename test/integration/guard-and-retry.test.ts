@@ -3,6 +3,7 @@
  * that injects faults over HTTP (DESIGN "Atomic full refresh", "One run per pipeline",
  * "Retry"). Every test uses its own pipeline and target table.
  */
+import cds from '@sap/cds'
 import { useConsumer, ql } from '../helpers/consumer'
 
 const ctx = useConsumer()
@@ -11,6 +12,7 @@ const urlsSince = async (before: number) => (await ctx.readsSince(before)).urls
 
 const T0 = '2026-01-01T00:00:00.000Z'
 const RUNS = 'plugin.data_pipeline.PipelineRuns'
+const PIPELINES = 'plugin.data_pipeline.Pipelines'
 
 function runsOf(name: string): Promise<Array<Record<string, any>>> {
   return ql.SELECT.from(RUNS).where({ pipeline_name: name }).orderBy('startTime')
@@ -61,7 +63,8 @@ describe('atomic full refresh', () => {
   test("with transaction: 'batch' a full refresh commits per batch instead: a failure keeps what was committed", async () => {
     await ctx.provider.control.seed({ from: 1, count: 30, modifiedAt: T0 })
     await ctx.engine.addPipeline({
-      name: 'full-per-batch', mode: 'full', transaction: 'batch', parallel: 1, // pages in key order: the first two commit retry: { maxRetries: 0 },
+      // parallel 1: pages in key order, the first two commit; no retry: the third page fails the run at once
+      name: 'full-per-batch', mode: 'full', transaction: 'batch', parallel: 1, retry: { maxRetries: 0 },
       source: { service: 'Provider', entity: 'Books', batchSize: 10 }, target: { entity: 'consumer.BooksFullBatch' },
     })
     expect(await run('full-per-batch')).toMatchObject({ status: 'completed', statistics: { created: 30, deleted: 0 } })
@@ -167,5 +170,36 @@ describe('retry', () => {
     // without Retry-After the backoff would be at most 10 ms
     expect(elapsed).toBeGreaterThanOrEqual(950)
     expect(elapsed).toBeLessThan(4000)
+  })
+})
+
+// the guard's and the tracker's UPDATEs (engine/rendered-update.ts): SQL of each database, affected rows as its driver counts them
+describe('tracker UPDATEs rendered once per shape', () => {
+  beforeEach(async () => {
+    await ctx.provider.control.reset()
+  })
+
+  test('the finish of a run is CAP\'s SQL with the run\'s values; increments, nulls and counts as through CAP', async () => {
+    await ctx.provider.control.seed({ from: 1, count: 3, modifiedAt: T0 })
+    await ctx.engine.addPipeline({ name: 'ahead-sql', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.BooksAheadSql' } })
+    const sql: string[] = []
+    const db = cds.db as unknown as { before(event: string, handler: (req: { query?: unknown }) => void): void }
+    db.before('*', req => { if (typeof req.query === 'string' && /^UPDATE/i.test(req.query)) sql.push(req.query) })
+    const outcome = await run('ahead-sql')
+    expect(outcome.statistics.created).toBe(3)
+    expect(sql.some(text => /plugin_data_pipeline_Pipelines/i.test(text) && /statistics_created\s*=.*statistics_created\s*\+/i.test(text))).toBe(true)
+    expect(sql.some(text => /plugin_data_pipeline_PipelineRuns/i.test(text))).toBe(true)
+    expect(await ctx.engine.status('ahead-sql')).toMatchObject({ status: 'idle', statistics_created: 3, currentRun: null, leaseOwner: null, lastError: null, errorCount: 0 })
+
+    // the same class on its own: CAP's values, and CAP's path where a value needs CAP's conversion
+    // imported here: loading lib modules early would load cds.env before cds.test picks the folder
+    const { RenderedUpdates } = await import('../../lib/engine/rendered-update')
+    const updates = new RenderedUpdates()
+    const tx = cds.db as unknown as Parameters<InstanceType<typeof RenderedUpdates>['run']>[0]
+    expect(await updates.run(tx, PIPELINES, { lastError: 'x', errorCount: { '+=': 2 }, checkpoint: null }, { name: 'ahead-sql' })).toBe(1)
+    expect(await updates.run(tx, PIPELINES, { lastError: 'y', errorCount: { '+=': 3 }, checkpoint: null }, { name: 'ahead-sql' })).toBe(1)
+    expect(await updates.run(tx, PIPELINES, { lastError: 'z', errorCount: { '+=': 1 }, checkpoint: null }, { name: 'no such pipeline' })).toBe(0)
+    expect(await updates.run(tx, PIPELINES, { enabled: false }, { name: 'ahead-sql' })).toBe(1)
+    expect(await ql.SELECT.one.from(PIPELINES).columns('lastError', 'errorCount', 'checkpoint', 'enabled').where({ name: 'ahead-sql' })).toEqual({ lastError: 'y', errorCount: 5, checkpoint: null, enabled: false })
   })
 })

@@ -12,7 +12,8 @@ import cds from '@sap/cds'
 import http from 'node:http'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql, rowCount } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -74,7 +75,7 @@ let engine: DataPipelineService
 const proxy = hcqlProxy(() => provider.url)
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 const test_ = cds.test(path.join(FIXTURES, 'hcql-consumer'))
 beforeAll(async () => {

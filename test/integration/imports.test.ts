@@ -19,6 +19,7 @@ beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fixture-imports-'))
   const results = await importAll(entries, {
     outDir: entry => path.join(tmp, entry.app, 'srv/external'),
+    parallel: 3, // each import into a folder of its own: side by side
   })
   for (const { entry, file } of results) fresh.set(entry, file)
 }, 180_000)

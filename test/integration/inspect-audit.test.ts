@@ -4,13 +4,14 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { consoleDuring } from '../helpers/audit-output'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 const test$ = cds.test(path.join(FIXTURES, 'management'))
 beforeAll(async () => {

@@ -9,7 +9,8 @@
 import cds from '@sap/cds'
 import { formatWithOptions } from 'node:util'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { BOUND, client, errorOf, fnArgs, jsonValue, waitFor, type HttpResponse } from '../helpers/management'
 
@@ -17,7 +18,7 @@ const CANARY = 'CANARY-SECRET'
 let provider: RunningApp & { control: ProviderControl }
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: 30, modifiedAt: '2026-01-01T00:00:00.000Z' })
   await provider.control.seed({ from: 31, count: 5, author: 'Author 1', modifiedAt: '2026-01-02T00:00:00.000Z' })
 })

@@ -15,7 +15,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { waitFor } from '../helpers/wait'
 import { invalidTenantId, MAX_TENANT_ID_LENGTH, storeFile, type EntityCacheSettings } from '../../lib/federation/cache/entity'
 import { userClient } from '../helpers/users'
@@ -86,7 +87,7 @@ const synced = (tenant: string, after = '') => waitFor(async () => {
 
 beforeAll(async () => {
   mkdirSync(cacheDir, { recursive: true })
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: BOOKS, modifiedAt: '2026-01-01T00:00:00Z' })
   const roles = ['PipelineAdmin']
   app = await startApp(APP, {

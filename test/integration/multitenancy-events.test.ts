@@ -12,7 +12,8 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
 import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
@@ -55,10 +56,11 @@ const lifecycle = tenantLifecycle(call)
 const batchLines = (mark: number, tenant: string) => app.output().slice(mark).split('\n').filter(line => line.includes(`(tenant '${tenant}')`) && /event (batch|keys)/.test(line))
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: BOOKS })
   app = await startMtxApp(dir, provider.url)
-  for (const tenant of ['t1', 't2']) await lifecycle('subscribe', tenant)
+  // side by side (subscribing is the setup here; multitenancy.test.ts subscribes one after another)
+  await Promise.all(['t1', 't2'].map(tenant => lifecycle('subscribe', tenant)))
   // syncOnSubscribe: the replica holds the provider's books in both tenants
   for (const tenant of ['t1', 't2'])
     await waitFor(async () => (await get<Pipeline[]>(USER[tenant], '/pipeline/Pipelines')).find(p => p.name === PIPELINE)?.lastSync, `initial sync of ${tenant}`, 120_000)

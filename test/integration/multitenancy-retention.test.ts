@@ -7,7 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
 import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
@@ -26,7 +27,7 @@ interface Run { ID: string; status: string; startTime: string }
 const runs = (tenant: string) => get<Run[]>(USER[tenant], `/pipeline/PipelineRuns?$filter=pipeline_name eq 'ticker'&$orderby=startTime`)
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: 3 })
   app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { retention: { runs: { maxCount: 2, interval: 1 } } } }, env: { MTX_TICK: '300', MTX_FAIL_TENANTS: 't2' } })
   for (const tenant of ['t1', 't2']) {

@@ -14,7 +14,8 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
 import { startMtxApp, tenantDatabases, tenantLifecycle } from '../helpers/mtx'
@@ -53,7 +54,7 @@ const pipeline = async (tenant: string, name: string) => (await get<Pipeline[]>(
 const lifecycle = tenantLifecycle(call)
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: BOOKS })
   app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { multitenancy: { parallel: 2 } } }, env: { MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3', MTX_SLOW_TENANTS: 't2', MTX_SLOW_MS: String(SLOW_MS) } })
 })

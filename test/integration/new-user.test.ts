@@ -27,10 +27,10 @@
  * checkout (e.g. one packed from an older commit); KEEP_NEW_USER_APP=1 keeps the project.
  */
 import http from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
-import os from 'node:os'
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { appsFolder } from '../helpers/packed'
 import { startRestProvider, type RestProvider } from '../fixtures/rest-provider/server.mjs'
 
 const SEEDED = 12
@@ -141,7 +141,7 @@ export default cds.server
 
 describe('a new user: cds init → cds import → npm add → annotate → cds deploy → cds-serve', () => {
   const started = Date.now()
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-new-user-'))
+  const work = appsFolder('cap-data-pipeline-new-user-')
   const app = path.join(work, 'bookshop')
   const file = (name: string) => path.join(app, name)
   const timings: Record<string, number> = {}

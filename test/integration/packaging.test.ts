@@ -2,12 +2,13 @@
  * How users get the product: `npm pack`, install the tarball into a fresh CAP app
  * (@sap/cds 10 + @cap-js/sqlite 3, no TypeScript anywhere), start it with `cds-serve` on
  * plain Node and see the plugin's engine service and tracker tables work over HTTP.
- * The slow parts (pack, npm install, a server start) all live in this one file.
+ * The tarball is the run's one pack (test/helpers/packed.ts, shared with new-user, cds-add and
+ * readme-quickstart); the install and the server start are this file's own.
  */
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs'
-import os from 'node:os'
+import { existsSync, lstatSync, readFileSync, rmSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, runNpm as npm, startInstalledApp, type RunningApp } from '../helpers/apps'
+import { appsFolder, packedPlugin } from '../helpers/packed'
 
 const APP_FILES: Record<string, string> = {
   'db/schema.cds': `
@@ -104,20 +105,23 @@ async function finished(base: string, runId: string): Promise<any> {
 }
 
 describe('the packed tarball in a fresh CAP app', () => {
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-pack-'))
+  const work = appsFolder('cap-data-pipeline-pack-')
   const app = path.join(work, 'app')
   let files: string[] = []
   let server: RunningApp | undefined
   const timings: Record<string, number> = {}
+  let reused = false
 
   beforeAll(async () => {
     const t0 = Date.now()
     // `npm test` builds first; build here only when dist/ is missing, never while other test files read it
     if (!existsSync(path.join(ROOT, 'dist/cds-plugin.js'))) await npm(['run', 'build'], ROOT, 120_000)
-    const packed = JSON.parse(await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT, 120_000))
-    files = packed[0].files.map((f: { path: string }) => f.path)
-    const tarball = path.join(work, packed[0].filename as string)
+    // the run's one `npm pack` (test/helpers/packed.ts): packed here, or by another file and reused
+    const packed = await packedPlugin(work)
+    files = packed.files
+    const tarball = packed.tarball
     timings.pack = Date.now() - t0
+    reused = packed.reused
 
     mkdirSync(app)
     writeFileSync(path.join(app, 'package.json'), JSON.stringify({
@@ -143,7 +147,7 @@ describe('the packed tarball in a fresh CAP app', () => {
   afterAll(async () => {
     await server?.stop()
     if (!process.env.KEEP_PACKAGING_APP) rmSync(work, { recursive: true, force: true })
-    console.log(`packaging: pack ${timings.pack} ms, npm install ${timings.install} ms, server start ${timings.start} ms${process.env.KEEP_PACKAGING_APP ? `, app kept in ${app}` : ''}`)
+    console.log(`packaging: pack ${timings.pack} ms${reused ? ' (packed by another file)' : ''}, npm install ${timings.install} ms, server start ${timings.start} ms${process.env.KEEP_PACKAGING_APP ? `, app kept in ${app}` : ''}`)
   })
 
   test('the tarball ships compiled JavaScript, types, the plugin shim and the model, no sources or tests', () => {

@@ -25,6 +25,7 @@ const USERS = { alice: ['PipelineAdmin'], victor: ['PipelineViewer'] }
 const ROLES = ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin']
 const basic = (user: string) => `Basic ${Buffer.from(`${user}:`).toString('base64')}`
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
+const DK_MAJOR = Number(readJson(path.join(ROOT, 'node_modules/@sap/cds-dk/package.json')).version.split('.')[0])
 const cdsBin = (name: string) => path.join(ROOT, 'node_modules/@sap/cds/bin', name)
 
 /** A project by `cds init` that uses this repository's packages (the plugin among its dependencies, so that cds-dk loads it). */
@@ -97,9 +98,11 @@ service ReplicaService {
     expect(templates).toEqual(ROLES)
     const mta = readFileSync(path.join(app, 'mta.yaml'), 'utf8')
     const chart = readFileSync(path.join(app, 'chart/values.yaml'), 'utf8')
+    // a role collection per role template (named by cds-dk: `PipelineAdmin (shop ${org}-${space})` in cds-dk 10)
     for (const role of ROLES) {
-      expect(mta).toContain(`- name: '${role} (shop \${org}-\${space})'`)
-      expect(chart).toContain(`- name: ${role} (shop {{ .Release.Namespace }})`)
+      const collection = new RegExp(`role-template-references:\\s*\\n\\s*- '?\\$XSAPPNAME\\.${role}'?\\s*$`, 'm')
+      expect(mta, role).toMatch(collection)
+      if (DK_MAJOR >= 10) expect(chart, role).toMatch(collection) // cds-dk 9's Helm chart has none
     }
     // the deployment descriptors deploy the database and bind the app to it and to XSUAA
     expect(mta).toMatch(/- name: shop-postgres-deployer/)

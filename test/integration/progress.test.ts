@@ -3,65 +3,17 @@
  * `expected` (the source's count of the run's filter), `percent`, `rowsPerSecond`, `remainingMs`
  * and `eta`, updated after every batch. The OData provider is a child process slowed down with
  * `faults({ delay })`, so the run row can be watched while the run reads; a REST source cannot
- * count (expected stays null). On SQLite a full refresh in one transaction shows it at the end.
+ * count (expected stays null). A full refresh in one transaction (progress beside it on PostgreSQL, at
+ * the end on SQLite) is in full-refresh-writes.test.ts, a file of the `postgres` project.
  */
 import path from 'node:path'
 import { FIXTURES } from '../helpers/apps'
 import { ql, useConsumer } from '../helpers/consumer'
-import { sleep } from '../helpers/wait'
-import { suiteDatabase } from '../helpers/postgres'
+import { RUNS, T0, expectAdvancing, num, watch, type RunRow } from '../helpers/progress'
 
-const RUNS = 'plugin.data_pipeline.PipelineRuns'
-const T0 = '2026-01-01T00:00:00.000Z'
 const T1 = '2026-01-02T00:00:00.000Z'
 
-interface RunRow {
-  status: string
-  processed: number | string | null
-  expected: number | string | null
-  percent: number | string | null
-  rowsPerSecond: number | string | null
-  remainingMs: number | string | null
-  eta: string | null
-}
-
-const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
-
 const ctx = useConsumer()
-
-/** Samples the run row while the run is running; returns the samples and the final row. */
-async function watch(runId: string, done: Promise<unknown>): Promise<{ samples: RunRow[]; final: RunRow }> {
-  const samples: RunRow[] = []
-  let finished = false
-  void done.finally(() => { finished = true }).catch(() => undefined)
-  while (!finished) {
-    const row = (await ql.SELECT.one.from(RUNS).where({ ID: runId })) as RunRow | undefined
-    if (row?.status === 'running') samples.push(row)
-    await sleep(40)
-  }
-  await done
-  return { samples, final: (await ql.SELECT.one.from(RUNS).where({ ID: runId })) as RunRow }
-}
-
-/** Samples that show progress within the run: processed advancing, expected known, percent and ETA plausible. */
-function expectAdvancing(samples: RunRow[], expected: number) {
-  const moving = samples.filter(s => num(s.processed)! > 0)
-  expect(moving.length).toBeGreaterThanOrEqual(2)
-  const processed = moving.map(s => num(s.processed)!)
-  expect(processed).toEqual([...processed].sort((a, b) => a - b))
-  expect(new Set(processed).size).toBeGreaterThanOrEqual(2)
-  for (const sample of moving) {
-    expect(num(sample.expected)).toBe(expected)
-    expect(num(sample.percent)).toBeCloseTo(Math.min(100, (num(sample.processed)! * 100) / expected), 1)
-    expect(num(sample.rowsPerSecond)).toBeGreaterThan(0)
-    expect(num(sample.remainingMs)).toBeGreaterThanOrEqual(0)
-    expect(Date.parse(sample.eta!)).toBeGreaterThan(Date.parse(T0))
-  }
-  // distinct progress steps: the time left shrinks as records come in
-  const steps = moving.filter((s, i) => i === 0 || num(s.processed) !== num(moving[i - 1].processed))
-  const remaining = steps.map(s => num(s.remainingMs)!)
-  expect(remaining[remaining.length - 1]).toBeLessThan(remaining[0])
-}
 
 describe('progress of a run', () => {
   beforeEach(async () => {
@@ -93,7 +45,7 @@ describe('progress of a run', () => {
     expect([num(final.processed), num(final.expected), num(final.percent)]).toEqual([15, 15, 100])
   })
 
-  test('full refresh: expected is the $count; per-batch progress with transaction batch, at the end in one transaction on SQLite', async () => {
+  test('full refresh with transaction batch: expected is the $count, progress per batch', async () => {
     await ctx.provider.control.seed({ from: 1, count: 24, modifiedAt: T0 })
     await ctx.engine.addPipeline({ name: 'progress-full', mode: 'full', transaction: 'batch', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksFull' } })
     await ctx.provider.control.faults({ delay: 120 })
@@ -101,13 +53,6 @@ describe('progress of a run', () => {
     const { samples, final } = await watch(batched.runId, batched.done)
     expectAdvancing(samples, 24)
     expect([num(final.processed), num(final.expected), num(final.percent)]).toEqual([24, 24, 100])
-
-    // one transaction: PostgreSQL shows the progress per batch beside it; SQLite's only connection is the run's, the row shows the end
-    await ctx.engine.addPipeline({ name: 'progress-atomic', mode: 'full', source: { service: 'Provider', entity: 'Books', batchSize: 4 }, target: { entity: 'consumer.BooksGuard' } })
-    const atomic = await ctx.engine.execute('progress-atomic', { async: true })
-    const watched = await watch(atomic.runId, atomic.done)
-    if (suiteDatabase()) expectAdvancing(watched.samples, 24)
-    expect([num(watched.final.processed), num(watched.final.expected), num(watched.final.percent)]).toEqual([24, 24, 100])
   })
 
   test('a source that finds nothing: expected 0, 100 percent', async () => {

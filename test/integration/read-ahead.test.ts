@@ -2,8 +2,8 @@
  * Read-ahead of delta runs (issue 14, README "Performance"), against a real provider over HTTP:
  * the first page is requested while the run guard is taken, from where this process's previous
  * run left the pipeline; it is used only when the guard finds that position, and never where an
- * application handler of START or READ may change the read. Also: the tracker's frequent
- * UPDATEs run as CAP's SQL rendered once per shape (engine/rendered-update.ts).
+ * application handler of START or READ may change the read. (The tracker's frequent UPDATEs, run
+ * as CAP's SQL rendered once per shape, are checked in guard-and-retry.test.ts, on every database.)
  *
  * Whether a run read ahead is seen from inside the guard: a db handler holds the guard's UPDATE
  * for a moment and asks the provider how many requests it has had by then.
@@ -118,30 +118,4 @@ test('a trigger rejected because a run is active drops its read; the active run 
   expect(await first.done).toMatchObject({ status: 'completed', statistics: { created: 0, updated: 0, deleted: 0 } })
   await ctx.provider.control.faults({})
   expect((await run('ahead-busy')).status).toBe('completed')
-})
-
-describe('tracker UPDATEs rendered once per shape', () => {
-  test('the finish of a run is CAP\'s SQL with the run\'s values; increments, nulls and counts as through CAP', async () => {
-    await ctx.provider.control.seed({ from: 1, count: 3, modifiedAt: T1 })
-    await ctx.engine.addPipeline({ name: 'ahead-sql', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.BooksAheadSql' } })
-    const sql: string[] = []
-    const db = cds.db as unknown as { before(event: string, handler: (req: { query?: unknown }) => void): void }
-    db.before('*', req => { if (typeof req.query === 'string' && /^UPDATE/i.test(req.query)) sql.push(req.query) })
-    const outcome = await run('ahead-sql')
-    expect(outcome.statistics.created).toBe(3)
-    expect(sql.some(text => /plugin_data_pipeline_Pipelines/i.test(text) && /statistics_created\s*=.*statistics_created\s*\+/i.test(text))).toBe(true)
-    expect(sql.some(text => /plugin_data_pipeline_PipelineRuns/i.test(text))).toBe(true)
-    expect(await ctx.engine.status('ahead-sql')).toMatchObject({ status: 'idle', statistics_created: 3, currentRun: null, leaseOwner: null, lastError: null, errorCount: 0 })
-
-    // the same class on its own: CAP's values, and CAP's path where a value needs CAP's conversion
-    // imported here: loading lib modules early would load cds.env before cds.test picks the folder
-    const { RenderedUpdates } = await import('../../lib/engine/rendered-update')
-    const updates = new RenderedUpdates()
-    const tx = cds.db as unknown as Parameters<InstanceType<typeof RenderedUpdates>['run']>[0]
-    expect(await updates.run(tx, PIPELINES, { lastError: 'x', errorCount: { '+=': 2 }, checkpoint: null }, { name: 'ahead-sql' })).toBe(1)
-    expect(await updates.run(tx, PIPELINES, { lastError: 'y', errorCount: { '+=': 3 }, checkpoint: null }, { name: 'ahead-sql' })).toBe(1)
-    expect(await updates.run(tx, PIPELINES, { lastError: 'z', errorCount: { '+=': 1 }, checkpoint: null }, { name: 'no such pipeline' })).toBe(0)
-    expect(await updates.run(tx, PIPELINES, { enabled: false }, { name: 'ahead-sql' })).toBe(1)
-    expect(await ql.SELECT.one.from(PIPELINES).columns('lastError', 'errorCount', 'checkpoint', 'enabled').where({ name: 'ahead-sql' })).toEqual({ lastError: 'y', errorCount: 5, checkpoint: null, enabled: false })
-  })
 })

@@ -14,10 +14,10 @@
  */
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, packPlugin, runCommand, startProvider, startShell, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { appsFolder } from '../helpers/packed'
 import { commandLines, quickstartBlocks, type QuickstartBlock } from '../helpers/readme'
 
 const SEEDED = 5
@@ -33,7 +33,7 @@ const describeBlock = (block: QuickstartBlock) =>
 // every test here starts `cds watch` in a fresh project (several on a busy machine): a deadline of 5 min each
 describe('README quick start, run as written', { timeout: 300_000 }, () => {
   const started = Date.now()
-  const work = mkdtempSync(path.join(os.tmpdir(), 'cap-data-pipeline-quickstart-'))
+  const work = appsFolder('cap-data-pipeline-quickstart-')
   const bin = path.join(work, '.bin')
   const home = path.join(work, '.home')
   const timings: string[] = []

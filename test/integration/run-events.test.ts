@@ -7,7 +7,8 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { BOUND, client, waitFor, type HttpResponse } from '../helpers/management'
 import type DataPipelineService from '../../srv/data-pipeline'
@@ -16,7 +17,7 @@ import type { RunOutcome } from '../../lib/engine/run'
 const CANARY = 'CANARY-SECRET'
 const ctx = {} as { provider: RunningApp & { control: ProviderControl }; engine: DataPipelineService; run(name: string): Promise<RunOutcome> }
 beforeAll(async () => {
-  ctx.provider = await startProvider()
+  ctx.provider = await sharedProvider()
 })
 const test$ = cds.test(path.join(FIXTURES, 'management'))
 beforeAll(async () => {
@@ -142,6 +143,7 @@ describe('run events', () => {
         return run.status === 'running' && run.events.some((e: Event) => e.kind === 'batch') ? run.events as Event[] : undefined
       }, 'batch events of the running run', 60_000)
       expect(seen.some(e => e.kind === 'end')).toBe(false)
+      await ctx.provider.control.faults({}) // followed while it ran: the rest of the run need not be slow
       await waitFor(async () => (await http('viewer').GET(`/pipeline/PipelineRuns(${runId})?$select=status`)).data.status === 'idle', 'the run to end', 60_000)
     } finally {
       delete settings().runEvents

@@ -7,7 +7,8 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { waitFor } from '../helpers/wait'
 import type DataPipelineService from '../../srv/data-pipeline'
@@ -15,7 +16,7 @@ import type { RunOutcome } from '../../lib/engine/run'
 
 const ctx = {} as { provider: RunningApp & { control: ProviderControl }; engine: DataPipelineService }
 beforeAll(async () => {
-  ctx.provider = await startProvider()
+  ctx.provider = await sharedProvider()
 })
 cds.test(path.join(FIXTURES, 'management'))
 beforeAll(async () => {

@@ -9,14 +9,15 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { formatWithOptions } from 'node:util'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { client } from '../helpers/management'
 import { waitFor } from '../helpers/wait'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 const test_ = cds.test(path.join(FIXTURES, 'security'))
 const ADMIN = { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` }

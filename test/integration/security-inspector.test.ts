@@ -8,13 +8,14 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { client, fnArgs } from '../helpers/management'
 import { consoleDuring } from '../helpers/audit-output'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 const test_ = cds.test(path.join(FIXTURES, 'security'))
 const http = client(() => (test_ as unknown as { axios: any }).axios)

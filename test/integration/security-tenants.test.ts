@@ -13,7 +13,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
 import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
@@ -48,10 +49,11 @@ const bound = (user: string, pipeline: string, action: string, body: object = {}
 const view = async (user: string, name: string) => JSON.parse(await get<string>(user, `/pipeline/Pipelines('${name}')/DataPipelineManagementService.configView()`))
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
   await provider.control.seed({ count: BOOKS })
   app = await startMtxApp(dir, provider.url, { requires: { 'data-pipeline': { multitenancy: { lockedSettings: ['mode'] } } }, env: { MTX_TICK: '700', MTX_QUEUED: '1s', MTX_FAIL_TENANTS: 't3' } })
-  for (const tenant of ['t1', 't2', 't3']) await lifecycle('subscribe', tenant)
+  // side by side (subscribing is the setup here; multitenancy.test.ts subscribes one after another)
+  await Promise.all(['t1', 't2', 't3'].map(tenant => lifecycle('subscribe', tenant)))
   for (const tenant of ['t1', 't2', 't3'])
     await waitFor(async () => (await runs(tenant, 'mtx.Books')).some(r => r.status === 'idle'), `initial sync of ${tenant}`, 60_000)
 })
@@ -234,9 +236,9 @@ describe("a tenant's admin overrides its own tenant's settings within the provid
     expect((await view('u1', 'ticker')).effective.schedule).toBe('every 700 ms (spawn)')
     expect((await view('u2', 'ticker')).tenantOverrides).toEqual({ schedule: null })
     // its own schedule for t2 only
-    const set = await bound('u2', 'ticker', 'setSchedule', { every: 2000, engine: 'spawn' })
+    const set = await bound('u2', 'ticker', 'setSchedule', { every: 1000, engine: 'spawn' })
     expect(set.status, JSON.stringify(set.body)).toBe(200)
-    expect(set.body.schedule).toBe('every 2 s (spawn)')
+    expect(set.body.schedule).toBe('every 1 s (spawn)')
     const after = await scheduled('t2', 'ticker')
     await waitFor(async () => (await scheduled('t2', 'ticker')) >= after + 2, 't2 ticks on its own schedule')
     expect((await view('u1', 'ticker')).effective.schedule).toBe('every 700 ms (spawn)')

@@ -10,13 +10,14 @@
  */
 import cds from '@sap/cds'
 import path from 'node:path'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { BOUND as B, client, errorOf, fnArgs, jsonValue } from '../helpers/management'
 
 let provider: RunningApp & { control: ProviderControl }
 
 beforeAll(async () => {
-  provider = await startProvider()
+  provider = await sharedProvider()
 })
 const test$ = cds.test(path.join(FIXTURES, 'management'))
 beforeAll(() => {

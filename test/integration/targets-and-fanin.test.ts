@@ -5,7 +5,8 @@
 import cds from '@sap/cds'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { FIXTURES, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import type DataPipelineService from '../../srv/data-pipeline'
 
@@ -18,7 +19,7 @@ const providers = {} as { north: Provider; south: Provider }
 let engine: DataPipelineService
 
 beforeAll(async () => {
-  ;[providers.north, providers.south] = await Promise.all([startProvider(), startProvider()])
+  ;[providers.north, providers.south] = await Promise.all([sharedProvider(0), sharedProvider(1)])
 })
 cds.test(path.join(FIXTURES, 'fanin'))
 beforeAll(async () => {

