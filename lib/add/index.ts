@@ -28,9 +28,9 @@ const FORCE = { force: { type: 'boolean', help: 'overwrite files an earlier run 
 async function servesManagementApi(): Promise<boolean> {
   if (engineSettings()?.management?.reuse?.api) return true
   try {
-    const srv = (cds.env as unknown as { folders: { srv: string } }).folders.srv
-    const csn = (await cds.load(srv, { silent: true } as never)) as unknown as { definitions: Record<string, unknown> }
-    return Boolean(csn.definitions[MANAGEMENT_SERVICE])
+    // silent: no `loaded` event, this load is only a look
+    const csn = await cds.load(cds.env.folders.srv, { silent: true } as never)
+    return Boolean(csn.definitions?.[MANAGEMENT_SERVICE])
   } catch {
     return false // no model under srv/
   }

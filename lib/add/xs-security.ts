@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { requiredRoles, roleNames } from '../security/roles.js'
+import { realRoles, roleNames } from '../security/roles.js'
 
 export const XS_SECURITY = 'xs-security.json'
 
@@ -16,7 +16,8 @@ type Security = Record<string, unknown> & { scopes?: Named[]; 'role-templates'?:
 
 /** The scopes and role templates the management API needs (`cds compile --to xsuaa`'s shape). */
 export function managementSecurity(): { scopes: Array<Named & { description: string }>; 'role-templates': Array<Named & Record<string, unknown>> } {
-  const roles = requiredRoles(roleNames()).filter(role => role !== 'authenticated-user')
+  const names = roleNames()
+  const roles = names === false ? [] : realRoles(names)
   return {
     scopes: roles.map(role => ({ name: `$XSAPPNAME.${role}`, description: role })),
     'role-templates': roles.map(role => ({ name: role, description: `cap-data-pipeline: ${role}`, 'scope-references': [`$XSAPPNAME.${role}`], 'attribute-references': [] })),

@@ -121,7 +121,7 @@ export function checkAccess(req: AccessRequest, rejectsAssociations: ReadonlySet
 /** What a user may do: the answer of `permissions()`. */
 export function permissionsOf(user: User, tenant: string | undefined): Permissions {
   const names = roleNames()
-  const roles = names === false ? [] : [...new Set(LEVELS.flatMap(level => names[level]))].filter(role => !PSEUDO_ROLES.has(role) && user.is(role))
+  const roles = names === false ? [] : realRoles(names).filter(role => user.is(role))
   return {
     user: user.id,
     tenant: user.tenant ?? tenant ?? null,
@@ -159,10 +159,14 @@ function localName(name: string | undefined): string | undefined {
 export const MANAGEMENT_SERVICE = 'DataPipelineManagementService'
 const DEFAULT_REQUIRES = [...Object.values(DEFAULT_ROLES), 'authenticated-user']
 
+/** The configured role names of all levels, each once, without CAP's pseudo-roles. */
+export function realRoles(names: RoleNames): string[] {
+  return [...new Set(LEVELS.flatMap(level => names[level]))].filter(role => !PSEUDO_ROLES.has(role))
+}
+
 /** What the management service's `@requires` names for the configured roles: every real role, and any authenticated user (the levels are the plugin's check). */
 export function requiredRoles(names: RoleNames | false): string[] {
-  const roles = names === false ? [] : LEVELS.flatMap(level => names[level]).filter(role => !PSEUDO_ROLES.has(role))
-  return [...new Set(roles), 'authenticated-user']
+  return [...(names === false ? [] : realRoles(names)), 'authenticated-user']
 }
 
 /**

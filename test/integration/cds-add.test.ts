@@ -13,6 +13,7 @@
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { importCatalog } from '../helpers/projects'
 import { appsFolder } from '../helpers/packed'
 
 const SEEDED = 5
@@ -72,10 +73,7 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
       provider = await startProvider()
       await provider.control.seed({ count: SEEDED, modifiedAt: '2026-03-01T10:00:00.000Z' })
       await runCds(['init', 'shop', '--nodejs'], work)
-      const metadata = await fetch(`${provider.url}/odata/v4/catalog/$metadata`)
-      expect(metadata.status).toBe(200)
-      writeFileSync(path.join(work, 'CatalogService.edmx'), await metadata.text())
-      await runCds(['import', path.join(work, 'CatalogService.edmx')], app)
+      await importCatalog(provider.url, work, app)
     }
     const [tarball] = await Promise.all([packPlugin(work), project()])
     await runNpm(['add', '--no-audit', '--no-fund', '--prefer-offline', tarball], app)

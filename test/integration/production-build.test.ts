@@ -16,6 +16,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sym
 import os from 'node:os'
 import path from 'node:path'
 import { ROOT, runCds, runCommand, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
+import { importCatalog, useRepositoryPackages } from '../helpers/projects'
 import { createDatabase, dropDatabase, PG, pgQuery, randomDatabaseName } from '../helpers/postgres'
 import { waitFor } from '../helpers/wait'
 
@@ -28,14 +29,11 @@ const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
 const DK_MAJOR = Number(readJson(path.join(ROOT, 'node_modules/@sap/cds-dk/package.json')).version.split('.')[0])
 const cdsBin = (name: string) => path.join(ROOT, 'node_modules/@sap/cds/bin', name)
 
-/** A project by `cds init` that uses this repository's packages (the plugin among its dependencies, so that cds-dk loads it). */
+/** A project by `cds init` that uses this repository's packages. */
 async function initProject(work: string, name: string): Promise<string> {
   await runCds(['init', name, '--nodejs'], work)
   const dir = path.join(work, name)
-  const manifest = readJson(path.join(dir, 'package.json'))
-  manifest.dependencies['cap-data-pipeline'] = '*'
-  writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2))
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
+  useRepositoryPackages(dir)
   return dir
 }
 
@@ -71,8 +69,7 @@ describe('the production build of a project made by cds init and cds add', () =>
     provider = await startProvider()
     await provider.control.seed({ count: SEEDED, modifiedAt: '2026-03-01T10:00:00.000Z' })
     app = await initProject(work, 'shop')
-    writeFileSync(path.join(work, 'CatalogService.edmx'), await (await fetch(`${provider.url}/odata/v4/catalog/$metadata`)).text())
-    await runCds(['import', path.join(work, 'CatalogService.edmx')], app)
+    await importCatalog(provider.url, work, app)
     // the documented order: the plugin first, production after it
     for (const facet of ['data-pipeline', 'postgres', 'xsuaa', 'mta']) await runCds(['add', facet], app)
     await runCds(['add', 'kyma', '--force'], app)

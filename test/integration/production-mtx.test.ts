@@ -41,6 +41,7 @@ import path from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { ROOT, runCds, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { tenantDatabases } from '../helpers/mtx'
+import { importCatalog, useRepositoryPackages } from '../helpers/projects'
 import { userClient } from '../helpers/users'
 
 const BOOKS = 5
@@ -89,16 +90,8 @@ describe('multitenancy as deployed: cds add multitenancy, cds build --production
       runCds(['init', 'shop', '--nodejs'], work),
     ])
     provider = provided
-    const metadata = await fetch(`${provider.url}/odata/v4/catalog/$metadata`)
-    expect(metadata.status).toBe(200)
-    writeFileSync(path.join(work, 'CatalogService.edmx'), await metadata.text())
-    await runCds(['import', path.join(work, 'CatalogService.edmx')], project)
-
-    // `npm add cap-data-pipeline`, with this repository's packages (`cap-data-pipeline` there is the repository itself)
-    const pkg = readJson(path.join(project, 'package.json'))
-    pkg.dependencies['cap-data-pipeline'] = `^${readJson(path.join(ROOT, 'package.json')).version}`
-    writeFileSync(path.join(project, 'package.json'), JSON.stringify(pkg, null, 2))
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'), 'dir')
+    await importCatalog(provider.url, work, project)
+    useRepositoryPackages(project)
 
     await runCds(['add', 'data-pipeline'], project)
     await runCds(['add', 'multitenancy'], project)
