@@ -86,9 +86,10 @@ describe('the demo\'s first screen (npm start)', () => {
     expect(printed, output).toBeTruthy()
     const [, url, id, body] = printed!
     expect(output).toContain(`curl -u victor: '${consumer}/odata/v4/demo/Customers(${id})'`)
-    const runsOf = async () => ((await get(`${consumer}/pipeline/PipelineRuns?$filter=pipeline_name eq 'demo.Customers'&$select=startTime`, 'victor')).data.value as Array<{ startTime: string }>)
+    const runsOf = async () => ((await get(`${consumer}/pipeline/PipelineRuns?$filter=pipeline_name eq 'demo.Customers'&$select=startTime,endTime`, 'victor')).data.value as Array<{ startTime: string; endTime: string | null }>)
     // the printed change; once more with another value (up to twice) when the replica's scheduled run
-    // (every minute: the demo may have run for a while) happened to start just then
+    // (every minute: the demo may have run for a while) happened to start just then — after that run
+    // has ended and its start lies outside the next change's window, so that it cannot count again
     const printedLimit = (JSON.parse(body) as { creditLimit: number }).creditLimit
     for (let attempt = 1; ; attempt++) {
       const creditLimit = printedLimit + attempt - 1
@@ -104,6 +105,9 @@ describe('the demo\'s first screen (npm start)', () => {
         expect(meanwhile).toEqual([])
         break
       }
+      const lastStart = Math.max(...meanwhile.map(run => Date.parse(run.startTime)))
+      await waitUntil(async () => Date.now() > lastStart + 1000 && (await runsOf()).every(run => run.endTime),
+        'the scheduled run of demo.Customers to end before the change is made again', 60_000)
     }
     // the event statistics (written after the micro-batch)
     await waitUntil(async () => {
