@@ -14,6 +14,7 @@ import { launchBrowser } from '../helpers/browser'
 import { basic } from '../helpers/demo'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
+import { waitForSubscribers } from '../helpers/emit'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const PREFIX = `dp-test/console-events/${process.pid}/${Date.now()}/`
@@ -71,7 +72,7 @@ beforeAll(async () => {
     },
   })
   bus = await redisMessaging('console-events-bus', { publishPrefix: PREFIX, subscribePrefix: PREFIX })
-  await waitFor(() => consumer!.output().includes('Create subscription'), 'the subscription on Redis', 20_000)
+  await waitForSubscribers([`${PREFIX}Book.Changed`], 20_000)
   context = await browser.newContext({ viewport: { width: 1680, height: 1050 }, extraHTTPHeaders: { authorization: VIEWER } })
   page = await context.newPage()
   page.on('pageerror', error => problems.push(`page error: ${error.message}`))

@@ -23,14 +23,18 @@ export const uniquePrefix = (what: string) => `test-${what}-${randomUUID().slice
 export const messagingConfig = (prefix: string, extra: object = {}) =>
   JSON.stringify({ requires: { messaging: { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix, ...extra } } })
 
-/** Waits until Redis has a subscriber on each of the channels (redis-messaging subscribes after 'listening'). */
-export async function waitForSubscribers(channels: string[], timeout = 15_000): Promise<void> {
+/**
+ * Waits until Redis has `subscribers` on each of the channels. redis-messaging subscribes after
+ * 'listening' and logs 'Create subscription' before Redis confirms it: a message published in
+ * between reaches nobody, so tests wait for Redis's own count, not for the log line.
+ */
+export async function waitForSubscribers(channels: string[], timeout = 15_000, subscribers = 1): Promise<void> {
   const client = createClient({ url: 'redis://127.0.0.1:6379' })
   await client.connect()
   try {
     await waitFor(async () => {
       const counts = (await client.pubSubNumSub(channels)) as Record<string, number>
-      return channels.every(channel => Number(counts[channel]) > 0)
+      return channels.every(channel => Number(counts[channel]) >= subscribers)
     }, `Redis subscribers on ${channels.join(', ')}`, timeout)
   } finally {
     await client.quit()

@@ -13,6 +13,7 @@ import { FIXTURES, startApp, type ProviderControl, type RunningApp } from '../he
 import { sharedProvider } from '../helpers/shared-provider'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
+import { waitForSubscribers } from '../helpers/emit'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'events-consumer')
@@ -56,7 +57,7 @@ test('a key received but not yet written when the app is killed (kill -9) is app
   await provider.control.seed({ from: 1, count: 3 })
   await provider.control.touch({ from: 2, title: 'before the crash' })
   consumer = await startApp(APP, { env: { ...env, EVENTS_WINDOW: '60000' } })
-  await waitFor(() => consumer!.output().includes('Create subscription'), 'the subscription on Redis', 20_000)
+  await waitForSubscribers([`${PREFIX}Book.Changed`], 20_000)
   await bus.emit('Book.Changed', { ID: 2 })
   await waitFor(async () => (await read(consumer!, 'PipelineEventKeys')).length === 1, 'the key stored by the first process').catch(e => { console.log('consumer output:', consumer!.output()); throw e })
   expect(await read(consumer, 'Books')).toEqual([])

@@ -12,6 +12,7 @@ import { sharedProvider } from '../helpers/shared-provider'
 import { createDatabase, deployTo, dropDatabase, pgQuery, postgresEnv, randomDatabaseName } from '../helpers/postgres'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
+import { waitForSubscribers } from '../helpers/emit'
 
 const APP = path.join(FIXTURES, 'events-consumer')
 const PREFIX = `dp-test/events-scale-out/${process.pid}/${Date.now()}/`
@@ -59,7 +60,7 @@ const rowsServed = async () => (await provider.control.stats()).rows as number
 const dump = async (filter: string, expected: number) => console.log(`replica: ${await count(filter)} of ${expected}\n${apps.map((app, i) => `--- instance ${i + 1}:\n${app.output().slice(-4000)}`).join('\n')}`)
 
 test(`${INSTANCES} instances, ${COUNT} changes fanned out to all: each applied once, provider requests as for one instance`, async () => {
-  for (const app of apps) await waitFor(() => app.output().includes('Create subscription'), 'every instance subscribed on Redis', 30_000)
+  await waitForSubscribers([`${PREFIX}Book.Changed`], 30_000, INSTANCES)
   await provider.control.seed({ from: 1, count: COUNT })
   await provider.control.touch({ from: 1, count: COUNT, title: 'scaled' })
   const before = (await provider.control.stats()).requests
