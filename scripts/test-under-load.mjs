@@ -6,7 +6,7 @@
 // Env: LOAD_BURNERS  how many CPU-bound processes (default 2)
 //      LOAD_COMMAND  what to run instead of `npm test` (a shell command, e.g. `npx vitest run --project postgres`)
 //      VITEST_SUMMARY_FILE  passed on (the summary reporter writes its counts there)
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 
 const count = Number(process.env.LOAD_BURNERS ?? 2)
 const command = process.env.LOAD_COMMAND ?? 'npm test'
@@ -26,7 +26,11 @@ const started = Date.now()
 const suite = spawn(command, { shell: true, stdio: 'inherit', detached: true })
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
-    try { process.kill(-suite.pid, signal) } catch { /* already ended */ }
+    try {
+      // Windows has no process groups: taskkill ends the tree
+      if (process.platform === 'win32') spawnSync('taskkill', ['/pid', String(suite.pid), '/T', '/F'], { stdio: 'ignore' })
+      else process.kill(-suite.pid, signal)
+    } catch { /* already ended */ }
     stopBurners()
     process.exit(130)
   })

@@ -2,7 +2,7 @@
  * Real CAP apps in child processes on free loopback ports (providers, and consumers for
  * crash tests), plus the provider's control API.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -200,13 +200,24 @@ export async function packPlugin(dest: string): Promise<string> {
 }
 
 /**
+ * Signals a detached child and every process it started: its process group on Linux and macOS;
+ * on Windows, which has no groups or signals, `taskkill /T` ends the tree (forcefully either way).
+ */
+function signalTree(pid: number, name: NodeJS.Signals): void {
+  try {
+    if (process.platform === 'win32') spawnSync('taskkill', ['/pid', String(pid), '/T', '/F'], { stdio: 'ignore' })
+    else process.kill(-pid, name)
+  } catch { /* already gone */ }
+}
+
+/**
  * A shell command line that ends in a server (`cds deploy && cds watch`), in its own process group
  * so that stopping it ends the shell and every process it started.
  */
 export async function startShell(command: string, cwd: string, options: { env?: Record<string, string>; timeout?: number } = {}): Promise<RunningApp> {
   const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', command], { cwd, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   const app = await served(child, cwd, options.timeout ?? 120_000)
-  const signal = (name: NodeJS.Signals) => { try { process.kill(-child.pid!, name) } catch { /* already gone */ } }
+  const signal = (name: NodeJS.Signals) => signalTree(child.pid!, name)
   const exited = new Promise<void>(resolve => (child.exitCode === null ? child.on('exit', () => resolve()) : resolve()))
   return {
     ...app,

@@ -26,5 +26,5 @@ export function useRepositoryPackages(project: string): void {
   const manifest = JSON.parse(readFileSync(file, 'utf8'))
   manifest.dependencies['cap-data-pipeline'] = `^${JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version}`
   writeFileSync(file, JSON.stringify(manifest, null, 2))
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'), 'dir')
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'), 'junction')
 }

@@ -23,8 +23,8 @@ function createProject(requires: object): string {
     cds: { requires },
   }, null, 2))
   fs.mkdirSync(path.join(dir, 'node_modules', '@sap'), { recursive: true })
-  fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'cap-data-pipeline'), 'dir')
-  fs.symlinkSync(path.join(ROOT, 'node_modules/@sap/cds'), path.join(dir, 'node_modules/@sap/cds'), 'dir')
+  fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'cap-data-pipeline'), 'junction')
+  fs.symlinkSync(path.join(ROOT, 'node_modules/@sap/cds'), path.join(dir, 'node_modules/@sap/cds'), 'junction')
   return dir
 }
 

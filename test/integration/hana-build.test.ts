@@ -20,7 +20,7 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'pipeline-hana-'))
   for (const part of ['db', 'srv', 'package.json']) cpSync(path.join(FIXTURES, 'federation', part), path.join(dir, part), { recursive: true })
   // this repository's packages; `cap-data-pipeline` resolves to the repository itself
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir')
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'junction')
   writeFileSync(path.join(dir, 'db/delegated.cds'), `namespace federation;
 using { Provider as ext } from '../srv/external/Provider';
 

@@ -40,7 +40,7 @@ async function initProject(work: string, name: string): Promise<string> {
 /** A built folder (gen/srv, gen/pg) copied away from the project, with the packages a deployment installs. */
 function deployable(from: string, to: string): string {
   cpSync(from, to, { recursive: true })
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(to, 'node_modules'), 'dir')
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(to, 'node_modules'), 'junction')
   return to
 }
 

@@ -146,7 +146,7 @@ service TenantReplicas {
     for (const table of ['plugin.data_pipeline.Pipelines', 'plugin.data_pipeline.PipelineRuns', PIPELINE]) expect(resources).toContain(`src/gen/${table}.hdbtable`)
 
     // what `npm ci` in each deployed folder would install: this repository's packages
-    for (const folder of ['srv', 'mtx/sidecar']) symlinkSync(path.join(ROOT, 'node_modules'), path.join(gen, folder, 'node_modules'), 'dir')
+    for (const folder of ['srv', 'mtx/sidecar']) symlinkSync(path.join(ROOT, 'node_modules'), path.join(gen, folder, 'node_modules'), 'junction')
   })
 
   test('the sidecar and the app start in the production profile from gen/', async () => {
