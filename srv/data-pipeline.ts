@@ -15,6 +15,7 @@ import { majorVersion, type QueueHost, type QueuedRunMessage, type TickMessage }
 import type { ScheduleInput } from '../lib/pipeline/types.js'
 import { applyMapping } from '../lib/adapters/mapping.js'
 import { whenServing } from '../lib/lifecycle.js'
+import type { PipelineEngine } from '../lib/engine/port.js'
 import { EventReplication, eventsOf } from '../lib/events/index.js'
 import { runRetentionSettings } from '../lib/retention/index.js'
 import type { PipelineConfig, ResolvedPipeline, DataRecord } from '../lib/pipeline/types.js'
@@ -78,7 +79,7 @@ function nameTasksAsOnCds9(service: { schedule?: (...args: unknown[]) => Schedul
   Object.defineProperty(service, 'schedule', { value: Object.assign(compatible, schedule), configurable: true, writable: true })
 }
 
-export default class DataPipelineService extends cds.Service {
+export default class DataPipelineService extends cds.Service implements PipelineEngine {
   readonly registry = new PipelineRegistry((event, pipeline, data) => this.emitPipelineEvent(event, pipeline, data), this.settings(), this as unknown as QueueHost)
 
   /** Event-driven replication of the pipelines with `events` (lib/events). */

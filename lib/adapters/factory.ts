@@ -17,7 +17,10 @@ import { RestSourceAdapter } from './source/rest.js'
 import { DatabaseTargetAdapter } from './target/db.js'
 import { PipelineError } from '../pipeline/errors.js'
 import type { ResolvedPipeline } from '../pipeline/types.js'
-import type { SourceAdapterClass, TargetAdapterClass } from './types.js'
+import type { AdapterContext } from './types.js'
+
+type SourceAdapterClass = new (context: AdapterContext) => BaseSourceAdapter
+type TargetAdapterClass = new (context: AdapterContext) => BaseTargetAdapter
 
 /** A config's custom adapter class (described there by shape only) must extend the base class. */
 const isSourceAdapterClass = (custom: Function): custom is SourceAdapterClass => custom.prototype instanceof BaseSourceAdapter

@@ -1,7 +1,5 @@
 /** Contracts between the engine and its adapters. */
 import type { DataRecord, ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
-import type { BaseSourceAdapter } from './source/base.js'
-import type { BaseTargetAdapter } from './target/base.js'
 
 /** What a source adapter needs to know of the tracker to read incrementally. */
 export interface TrackerState {
@@ -62,9 +60,6 @@ export interface WriteContext {
 export interface AdapterContext {
   pipeline: ResolvedPipeline
 }
-
-export type SourceAdapterClass = new (context: AdapterContext) => BaseSourceAdapter
-export type TargetAdapterClass = new (context: AdapterContext) => BaseTargetAdapter
 
 export type { DataRecord }
 

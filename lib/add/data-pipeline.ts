@@ -19,6 +19,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { SERVICE_NAME } from '../constants.js'
 import { DEV_USERS, httpFile, modelFile, replicaPipeline, replicasFile, type ReplicaExample } from './templates.js'
+import { isPlainObject } from '../pipeline/json.js'
 
 export const DATA_PIPELINE_FACET = 'data-pipeline'
 
@@ -29,7 +30,6 @@ export interface AddApi {
 }
 
 type Json = Record<string, unknown>
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** What the plugin needs in `cds.requires`. */
 export function wantedRequires(): Json {
@@ -50,9 +50,9 @@ const isLeaf = (at: string) => /(^|\.)auth\.users\.[^.]+$/.test(at)
 export function missing(current: unknown, wanted: Json, at = ''): Json | undefined {
   const result: Json = {}
   for (const [key, value] of Object.entries(wanted)) {
-    const have = isObject(current) ? current[key] : undefined
+    const have = isPlainObject(current) ? current[key] : undefined
     const where = at ? `${at}.${key}` : key
-    if (isObject(value) && isObject(have) && !isLeaf(where)) {
+    if (isPlainObject(value) && isPlainObject(have) && !isLeaf(where)) {
       const sub = missing(have, value, where)
       if (sub) result[key] = sub
     } else if (have === undefined) {
@@ -64,10 +64,10 @@ export function missing(current: unknown, wanted: Json, at = ''): Json | undefin
 
 /** Whether the project configures a database for development already (any profile placement). */
 function hasOwnDb(cdsConfig: Json): boolean {
-  const requires = isObject(cdsConfig.requires) ? cdsConfig.requires : {}
-  const development = isObject(requires['[development]']) ? requires['[development]'] : {}
-  const profile = isObject(cdsConfig['[development]']) ? cdsConfig['[development]'] : {}
-  const profileRequires = isObject(profile.requires) ? profile.requires : {}
+  const requires = isPlainObject(cdsConfig.requires) ? cdsConfig.requires : {}
+  const development = isPlainObject(requires['[development]']) ? requires['[development]'] : {}
+  const profile = isPlainObject(cdsConfig['[development]']) ? cdsConfig['[development]'] : {}
+  const profileRequires = isPlainObject(profile.requires) ? profile.requires : {}
   return requires.db !== undefined || development.db !== undefined || profileRequires.db !== undefined
 }
 
@@ -79,14 +79,14 @@ const isProfile = (key: string) => /^\[.+\]$/.test(key)
  * a single-tenant development run stays single-tenant. Nothing when the project decided already.
  */
 export function tenancyRequires(cdsConfig: Json): Json {
-  const requires = isObject(cdsConfig.requires) ? cdsConfig.requires : {}
-  const own = isObject(requires[SERVICE_NAME]) ? requires[SERVICE_NAME] : {}
+  const requires = isPlainObject(cdsConfig.requires) ? cdsConfig.requires : {}
+  const own = isPlainObject(requires[SERVICE_NAME]) ? requires[SERVICE_NAME] : {}
   const parts = [own, ...Object.keys(own).filter(isProfile).map(key => own[key])]
-  if (parts.some(part => isObject(part) && isObject(part.multitenancy) && part.multitenancy.active !== undefined)) return {}
+  if (parts.some(part => isPlainObject(part) && isPlainObject(part.multitenancy) && part.multitenancy.active !== undefined)) return {}
   const active = { multitenancy: { active: true } }
   const wanted: Json = requires.multitenancy ? { ...active } : {}
-  for (const [key, value] of Object.entries(requires)) if (isProfile(key) && isObject(value) && value.multitenancy) wanted[key] = active
-  for (const [key, value] of Object.entries(cdsConfig)) if (isProfile(key) && isObject(value) && isObject(value.requires) && value.requires.multitenancy) wanted[key] = active
+  for (const [key, value] of Object.entries(requires)) if (isProfile(key) && isPlainObject(value) && value.multitenancy) wanted[key] = active
+  for (const [key, value] of Object.entries(cdsConfig)) if (isProfile(key) && isPlainObject(value) && isPlainObject(value.requires) && value.requires.multitenancy) wanted[key] = active
   return wanted
 }
 

@@ -5,6 +5,7 @@
  */
 import { DEFAULTS, type ReplicationMode } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
+import { isPlainObject } from '../pipeline/json.js'
 import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../pipeline/types.js'
 import { resolveOnError } from './validate.js'
 import { validateRestConfig } from '../adapters/source/rest-config.js'
@@ -17,8 +18,6 @@ import { checkSetting } from './setting-rules.js'
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 /** Same check without narrowing, for typed config parts. */
 const isObject = (value: unknown): boolean => isPlainObject(value)
 
@@ -239,4 +238,3 @@ export function resolveSchemaDrift(value: unknown, key: string): SchemaDriftSett
   return setting
 }
 
-export { isPlainObject }

@@ -3,7 +3,7 @@
  * so it survives restarts and is re-applied whenever the pipeline is registered again.
  */
 import { invalidConfig } from '../pipeline/errors.js'
-import { isPlainObject } from './config.js'
+import { isPlainObject } from '../pipeline/json.js'
 import type { PipelineConfig } from '../pipeline/types.js'
 
 /** The only config paths an override may set. */

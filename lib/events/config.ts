@@ -7,6 +7,7 @@
 import { invalidConfig } from '../pipeline/errors.js'
 import { parseDuration } from '../engine/duration.js'
 import type { EventAction, EventTopicConfig, EventsConfig, EventsInput, PipelineConfig } from '../pipeline/types.js'
+import { isPlainObject } from '../pipeline/json.js'
 
 export const EVENT_ACTIONS: readonly EventAction[] = ['upsert', 'delete', 'payload']
 export type { EventAction, EventTopicConfig, EventsConfig, EventsInput }
@@ -29,7 +30,6 @@ export interface ResolvedEvents {
 export const EVENTS_DEFAULTS = { service: 'messaging', window: 200, maxBatch: 1000 } as const
 const KEYS = ['service', 'topics', 'window', 'maxBatch']
 const TOPIC_KEYS = ['topic', 'key', 'action']
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const PATH = /^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/
 
 /** The `events` of a pipeline config, checked (a query-shape pipeline has no keys to fetch). */
@@ -47,7 +47,7 @@ export function resolveEvents(input: unknown): ResolvedEvents | undefined {
     if (!input.trim()) throw invalidConfig('events', 'must name a messaging service (or be true, or an object { service, topics, window, maxBatch })')
     return { service: input, window: EVENTS_DEFAULTS.window, maxBatch: EVENTS_DEFAULTS.maxBatch }
   }
-  if (!isObject(input)) throw invalidConfig('events', 'must be true, a messaging service name or an object { service, topics, window, maxBatch }')
+  if (!isPlainObject(input)) throw invalidConfig('events', 'must be true, a messaging service name or an object { service, topics, window, maxBatch }')
   for (const key of Object.keys(input)) if (!KEYS.includes(key)) throw invalidConfig(`events.${key}`, `is not an events setting; expected one of ${KEYS.join(', ')}`)
   const { service = EVENTS_DEFAULTS.service, topics, window = EVENTS_DEFAULTS.window, maxBatch = EVENTS_DEFAULTS.maxBatch } = input
   if (typeof service !== 'string' || !service.trim()) throw invalidConfig('events.service', 'must be the name of a messaging service in cds.requires')
@@ -73,7 +73,7 @@ function resolveTopic(input: unknown, at: string): ResolvedTopic {
     if (!input.trim()) throw invalidConfig(at, 'must be a non-empty topic name')
     return { topic: input, action: 'upsert' }
   }
-  if (!isObject(input)) throw invalidConfig(at, 'must be a topic name or an object { topic, key, action }')
+  if (!isPlainObject(input)) throw invalidConfig(at, 'must be a topic name or an object { topic, key, action }')
   for (const key of Object.keys(input)) if (!TOPIC_KEYS.includes(key)) throw invalidConfig(`${at}.${key}`, `is not a topic setting; expected one of ${TOPIC_KEYS.join(', ')}`)
   const { topic, key, action = 'upsert' } = input
   if (typeof topic !== 'string' || !topic.trim()) throw invalidConfig(`${at}.topic`, 'is required and must be a non-empty string (the message topic or CloudEvents type)')
@@ -87,7 +87,7 @@ function resolveKey(input: unknown, at: string): Record<string, string> {
     if (!PATH.test(input)) throw invalidConfig(at, `'${input}' is not a payload field name (letters, digits, _ and . for nested fields)`)
     return { '': input } // the element is the source's single key, resolved when subscribing
   }
-  if (!isObject(input) || !Object.keys(input).length) throw invalidConfig(at, "must be a payload field name or a mapping { <key element>: '<payload field>' }")
+  if (!isPlainObject(input) || !Object.keys(input).length) throw invalidConfig(at, "must be a payload field name or a mapping { <key element>: '<payload field>' }")
   for (const [element, path] of Object.entries(input)) {
     if (!/^[A-Za-z_][\w]*$/.test(element)) throw invalidConfig(`${at}.${element}`, 'must name a key element of the source entity')
     if (typeof path !== 'string' || !PATH.test(path)) throw invalidConfig(`${at}.${element}`, 'must be a payload field name (letters, digits, _ and . for nested fields)')

@@ -13,14 +13,15 @@
 import cds from '@sap/cds'
 import { ANNOTATIONS, FEDERATED_DEFAULTS, LOGGER, REPLICATE_KEYS, SERVICE_NAME } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { configFingerprint, isPlainObject } from '../engine/config.js'
+import { configFingerprint } from '../engine/config.js'
+import { isPlainObject } from '../pipeline/json.js'
 import type { DeltaConfig, PipelineConfig } from '../pipeline/types.js'
 import type { ScheduleInput } from '../pipeline/types.js'
 import type { RunOutcome } from '../engine/run-types.js'
 import { projectionSource } from '../model/csn.js'
 import { MAX_PARALLEL } from '../engine/limits.js'
 import { annotationValue, classify, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
-import type DataPipelineService from '../../srv/data-pipeline.js'
+import { connectEngine, type PipelineEngine } from '../engine/port.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -142,7 +143,7 @@ function describe(config: PipelineConfig): string {
  * Registers the pipelines of all replicas with the engine. A pipeline of the same name that
  * is already registered with a different config is a collision: reported naming both.
  */
-export async function registerReplicas(engine: DataPipelineService, csn: FederationCsn): Promise<Replica[]> {
+export async function registerReplicas(engine: PipelineEngine, csn: FederationCsn): Promise<Replica[]> {
   const replicas = replicasOf(csn)
   for (const replica of replicas) {
     if (engine.registry.has(replica.name)) {
@@ -160,7 +161,7 @@ export async function registerReplicas(engine: DataPipelineService, csn: Federat
 }
 
 /** Starts one preload run; resolves with its outcome, or undefined when another run is active. */
-async function startPreload(engine: DataPipelineService, replica: Replica): Promise<RunOutcome | undefined> {
+async function startPreload(engine: PipelineEngine, replica: Replica): Promise<RunOutcome | undefined> {
   try {
     const { done } = await engine.execute(replica.name, { trigger: PRELOAD_TRIGGER, async: true })
     return await done
@@ -176,7 +177,7 @@ async function startPreload(engine: DataPipelineService, replica: Replica): Prom
  * Runs the preloads: background ones are started and only logged; the `wait` ones are
  * awaited and a failure of any of them rejects, naming the entity and the cause.
  */
-export async function preloadReplicas(engine: DataPipelineService, replicas: Replica[]): Promise<void> {
+export async function preloadReplicas(engine: PipelineEngine, replicas: Replica[]): Promise<void> {
   const waits: Array<{ replica: Replica; outcome: Promise<RunOutcome | undefined> }> = []
   for (const replica of replicas) {
     if (replica.preload === 'none') continue
@@ -202,7 +203,7 @@ export async function preloadReplicas(engine: DataPipelineService, replicas: Rep
 /** The `served` step: registers the replicas of the served model and runs their preloads. */
 export async function startReplication(csn: FederationCsn | undefined = (cds as unknown as { model?: FederationCsn }).model): Promise<Replica[]> {
   if (!csn || !replicatedEntities(csn).length) return []
-  const engine = (await cds.connect.to(SERVICE_NAME)) as unknown as DataPipelineService
+  const engine = await connectEngine()
   const replicas = await registerReplicas(engine, csn)
   await preloadReplicas(engine, replicas)
   return replicas

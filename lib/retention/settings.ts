@@ -12,6 +12,7 @@ import cds from '@sap/cds'
 import { SERVICE_NAME } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import { parseDuration } from '../engine/duration.js'
+import { isPlainObject } from '../pipeline/json.js'
 
 export const RETENTION_DEFAULTS = { maxAge: 90 * 86_400_000, maxCount: 1000, interval: 5 * 60_000 } as const
 /** A shorter maxAge is most likely a number meant as days (durations as numbers are milliseconds). */
@@ -26,20 +27,19 @@ export interface RunRetentionSettings {
   interval: number
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** The settings; undefined: every run is kept. Throws INVALID_CONFIG naming the key. */
 export function runRetentionSettings(): RunRetentionSettings | undefined {
   const entry = (cds.env.requires as Record<string, { retention?: unknown } | undefined>)[SERVICE_NAME]
   const setting = entry?.retention
   if (setting === false) return undefined
-  if (setting !== undefined && setting !== null && setting !== true && !isObject(setting)) throw invalidConfig('retention', 'must be false or an object { runs: { maxAge, maxCount, interval } }')
-  const { runs, ...rest } = isObject(setting) ? setting : {}
+  if (setting !== undefined && setting !== null && setting !== true && !isPlainObject(setting)) throw invalidConfig('retention', 'must be false or an object { runs: { maxAge, maxCount, interval } }')
+  const { runs, ...rest } = isPlainObject(setting) ? setting : {}
   const unknown = Object.keys(rest)[0]
   if (unknown) throw invalidConfig(`retention.${unknown}`, 'is unknown; retention has runs')
   if (runs === false) return undefined
-  if (runs !== undefined && runs !== null && runs !== true && !isObject(runs)) throw invalidConfig('retention.runs', 'must be false or an object { maxAge, maxCount, interval }')
-  const { maxAge = RETENTION_DEFAULTS.maxAge, maxCount = RETENTION_DEFAULTS.maxCount, interval = RETENTION_DEFAULTS.interval, ...others } = isObject(runs) ? runs : {}
+  if (runs !== undefined && runs !== null && runs !== true && !isPlainObject(runs)) throw invalidConfig('retention.runs', 'must be false or an object { maxAge, maxCount, interval }')
+  const { maxAge = RETENTION_DEFAULTS.maxAge, maxCount = RETENTION_DEFAULTS.maxCount, interval = RETENTION_DEFAULTS.interval, ...others } = isPlainObject(runs) ? runs : {}
   const other = Object.keys(others)[0]
   if (other) throw invalidConfig(`retention.runs.${other}`, 'is unknown; retention.runs has maxAge, maxCount and interval')
   return { maxAge: ageOf(maxAge), maxCount: countOf(maxCount), interval: durationOf(interval, 'retention.runs.interval') }

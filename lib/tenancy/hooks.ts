@@ -16,17 +16,17 @@
  *   subscribe of the same tenant starts clean.
  */
 import cds from '@sap/cds'
-import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
+import { LOGGER, MULTITENANCY } from '../constants.js'
 import { tenancySettings, technicalTenant } from './settings.js'
 import { inTenant, isUnsubscribed, markSubscribed, markUnsubscribed } from './context.js'
 import { afterCurrentTransaction } from '../engine/after-transaction.js'
+import { connectEngine } from '../engine/port.js'
 import { tenantWorkCount, tenantWorkEnded } from '../engine/tenant-work.js'
 import { replicatedEntities, type FederationCsn } from '../federation/annotations.js'
 import { entityCache } from '../federation/cache/entity.js'
 import { responseCache } from '../federation/cache/response.js'
 import { findEntity } from '../model/csn.js'
 import { ql } from '../model/ql.js'
-import type DataPipelineService from '../../srv/data-pipeline.js'
 import { invalidTenantId, shownTenant } from '../security/tenant-id.js'
 import { PipelineError } from '../pipeline/errors.js'
 
@@ -36,10 +36,6 @@ interface Request { data: { tenant?: string }; reject?(status: number, message: 
 interface DeploymentService {
   before(event: string | string[], handler: (req: Request) => unknown): unknown
   after(event: string, handler: (result: unknown, req: Request) => unknown): unknown
-}
-
-function engine(): Promise<DataPipelineService> {
-  return cds.connect.to(SERVICE_NAME) as unknown as Promise<DataPipelineService>
 }
 
 /** The tenant of a lifecycle request, unless it is the technical tenant or the engine is single-tenant. */
@@ -52,7 +48,7 @@ function tenantOf(req: Request): string | undefined {
 /** After a subscribe: tracker rows and schedules in the tenant's database; the initial sync in the background. */
 export async function onSubscribe(tenant: string): Promise<void> {
   const started = Date.now()
-  const { registry } = await engine()
+  const { registry } = await connectEngine()
   registry.forgetTenant(tenant) // a repeated subscribe may have recreated its database
   await registry.ensureTenant(tenant)
   await registry.installTenantSchedules(tenant)
@@ -62,7 +58,7 @@ export async function onSubscribe(tenant: string): Promise<void> {
 
 /** Runs every replicate pipeline once for the tenant (`syncOnSubscribe`); a running one is left alone. */
 export async function syncTenant(tenant: string): Promise<void> {
-  const srv = await engine()
+  const srv = await connectEngine()
   const model = (cds as unknown as { model?: FederationCsn }).model
   const names = model ? replicatedEntities(model).filter(name => srv.registry.has(name)) : []
   await Promise.all(names.map(name => srv.registry.fanOut.run(name, [tenant], each => inTenant(each, async () => {
@@ -83,7 +79,7 @@ export async function syncTenant(tenant: string): Promise<void> {
  * next run is a full read instead of a delta past rows the tenant no longer has.
  */
 export async function onUpgrade(tenant: string): Promise<string[]> {
-  const { registry } = await engine()
+  const { registry } = await connectEngine()
   registry.forgetTenant(tenant)
   await registry.ensureTenant(tenant)
   const reset: string[] = []
@@ -117,7 +113,7 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
  * is marked unsubscribed) — one still running would open the deleted database again.
  */
 export async function beforeUnsubscribe(tenant: string): Promise<void> {
-  const { registry, eventReplication } = await engine()
+  const { registry, eventReplication } = await connectEngine()
   // its event batchers stop before the wait: a step under way ends, no new one starts
   eventReplication.stopTenant(tenant)
   // first: removing the tasks writes to the tenant's database, in the request's transaction, whose
@@ -142,7 +138,7 @@ function dropTenantPool(tenant: string): void {
 
 /** After an unsubscribe: nothing of the tenant stays in this process; with `flushOnUnsubscribe` its entity cache goes. */
 export async function onUnsubscribe(tenant: string): Promise<void> {
-  const { registry } = await engine()
+  const { registry } = await connectEngine()
   registry.forgetTenant(tenant)
   dropTenantPool(tenant)
   if (tenancySettings().flushOnUnsubscribe) {

@@ -13,7 +13,7 @@ import { useConsumer, ql, rowCount } from '../helpers/consumer'
 import { parseTieCursor } from '../../lib/adapters/watermark'
 
 // the plugin as the consumer loads it (lazily: importing it early would load cds.env before cds.test picks the folder)
-const plugin = () => createRequire(__filename)('cap-data-pipeline') as typeof import('../../lib/index')
+const plugin = () => createRequire(__filename)('cap-data-pipeline') as typeof import('../../index')
 
 const ctx = useConsumer()
 const { run } = ctx

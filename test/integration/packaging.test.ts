@@ -151,7 +151,7 @@ describe('the packed tarball in a fresh CAP app', () => {
   })
 
   test('the tarball ships compiled JavaScript, types, the plugin shim and the model, no sources or tests', () => {
-    for (const file of ['package.json', 'cds-plugin.js', 'db/index.cds', 'dist/cds-plugin.js', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/srv/data-pipeline.js', 'dist/srv/data-pipeline.d.ts'])
+    for (const file of ['package.json', 'cds-plugin.js', 'db/index.cds', 'dist/cds-plugin.js', 'dist/index.js', 'dist/index.d.ts', 'dist/lib/index.js', 'dist/srv/data-pipeline.js', 'dist/srv/data-pipeline.d.ts'])
       expect(files, file).toContain(file)
     expect(files.filter(f => f.startsWith('test/') || f.startsWith('bench/') || f.startsWith('demo/') || f.startsWith('node_modules/'))).toEqual([])
     expect(files.filter(f => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])

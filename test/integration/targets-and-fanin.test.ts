@@ -12,7 +12,7 @@ import type DataPipelineService from '../../srv/data-pipeline'
 
 // the plugin as CAP loads it (same module instances, so `instanceof` checks hold); loaded
 // lazily: importing it at module level would load cds.env before cds.test picks the folder
-const plugin = () => createRequire(__filename)('cap-data-pipeline') as typeof import('../../lib/index')
+const plugin = () => createRequire(__filename)('cap-data-pipeline') as typeof import('../../index')
 
 type Provider = RunningApp & { control: ProviderControl }
 const providers = {} as { north: Provider; south: Provider }

@@ -5,6 +5,7 @@
  */
 import { invalidConfig } from '../../pipeline/errors.js'
 import type { PipelineConfig } from '../../pipeline/types.js'
+import { isPlainObject } from '../../pipeline/json.js'
 
 export const REST_PAGINATION_TYPES = ['offset', 'page', 'cursor'] as const
 
@@ -13,7 +14,6 @@ const KEY_LISTING_KEYS = ['path', 'dataPath', 'pagination']
 const PAGINATION_KEYS = ['type', 'pageSize', 'cursorParam', 'cursorPath']
 const SECRET_LIKE = /(header|password|secret|token|authorization|api[-_]?key|credential|cookie)/i
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const isName = (value: unknown): value is string => typeof value === 'string' && value.trim().length > 0
 const isDotted = (value: unknown): value is string => isName(value) && value.split('.').every(part => part.length > 0)
 
@@ -25,7 +25,7 @@ export function validateRestConfig(config: PipelineConfig): void {
     throw invalidConfig('source.query', 'is not supported by the REST source (replicate only): a REST source reads the collection at rest.path')
   if (!isName(source.service))
     throw invalidConfig('source.service', 'is required for a REST source: the binding cds.requires.<service> gives url and headers')
-  if (!isObject(rest)) throw invalidConfig('rest', 'is required for a REST source: { path, pagination: { type, pageSize } }')
+  if (!isPlainObject(rest)) throw invalidConfig('rest', 'is required for a REST source: { path, pagination: { type, pageSize } }')
   for (const key of Object.keys(rest)) {
     if (REST_KEYS.includes(key)) continue
     const hint = SECRET_LIKE.test(key) ? '; headers and other secrets belong in the service binding credentials (cds.requires.<service>.credentials.headers)' : ''
@@ -33,7 +33,7 @@ export function validateRestConfig(config: PipelineConfig): void {
   }
   if (!isName(rest.path)) throw invalidConfig('rest.path', 'is required for a REST source and must be a non-empty string')
   const pagination = rest.pagination
-  if (!isObject(pagination)) throw invalidConfig('rest.pagination', `is required for a REST source: { type: ${REST_PAGINATION_TYPES.join(' | ')}, pageSize }`)
+  if (!isPlainObject(pagination)) throw invalidConfig('rest.pagination', `is required for a REST source: { type: ${REST_PAGINATION_TYPES.join(' | ')}, pageSize }`)
   for (const key of Object.keys(pagination))
     if (!PAGINATION_KEYS.includes(key)) throw invalidConfig(`rest.pagination.${key}`, `is not a pagination setting; expected one of ${PAGINATION_KEYS.join(', ')}`)
   if (!(REST_PAGINATION_TYPES as readonly unknown[]).includes(pagination.type))
@@ -53,20 +53,20 @@ export function validateRestConfig(config: PipelineConfig): void {
   if (rest.timeout !== undefined && (typeof rest.timeout !== 'number' || !Number.isInteger(rest.timeout) || rest.timeout < 1))
     throw invalidConfig('rest.timeout', 'must be a positive integer (milliseconds)')
   if (rest.keys !== undefined) validateKeyListing(rest.keys)
-  if (isObject(delta) && delta.mode !== undefined && delta.mode !== 'timestamp')
+  if (isPlainObject(delta) && delta.mode !== undefined && delta.mode !== 'timestamp')
     throw invalidConfig('delta.mode', "must be 'timestamp' for a REST source: rest.deltaParam carries lastSync, an ISO timestamp")
 }
 
 /** `rest.keys`: the key listing a deletes sweep reads (`{ path, dataPath?, pagination? }`, pagination as `rest.pagination`). */
 function validateKeyListing(keys: unknown): void {
-  if (!isObject(keys)) throw invalidConfig('rest.keys', 'must be an object { path, dataPath?, pagination? } (the key listing read by deletes.sweep)')
+  if (!isPlainObject(keys)) throw invalidConfig('rest.keys', 'must be an object { path, dataPath?, pagination? } (the key listing read by deletes.sweep)')
   for (const key of Object.keys(keys))
     if (!KEY_LISTING_KEYS.includes(key)) throw invalidConfig(`rest.keys.${key}`, `is not a key listing setting; expected one of ${KEY_LISTING_KEYS.join(', ')}`)
   if (!isName(keys.path)) throw invalidConfig('rest.keys.path', 'is required and must be a non-empty string (the endpoint listing all keys in ascending order)')
   if (keys.dataPath !== undefined && !isDotted(keys.dataPath)) throw invalidConfig('rest.keys.dataPath', "must be a dotted path such as 'data.keys'")
   const pagination = keys.pagination
   if (pagination === undefined) return
-  if (!isObject(pagination) || !(REST_PAGINATION_TYPES as readonly unknown[]).includes(pagination.type))
+  if (!isPlainObject(pagination) || !(REST_PAGINATION_TYPES as readonly unknown[]).includes(pagination.type))
     throw invalidConfig('rest.keys.pagination.type', `must be one of ${REST_PAGINATION_TYPES.join(', ')}`)
   for (const key of Object.keys(pagination))
     if (!PAGINATION_KEYS.includes(key)) throw invalidConfig(`rest.keys.pagination.${key}`, `is not a pagination setting; expected one of ${PAGINATION_KEYS.join(', ')}`)
