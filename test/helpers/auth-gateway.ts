@@ -14,6 +14,7 @@
  */
 import http from 'node:http'
 import { randomUUID } from 'node:crypto'
+import { basic } from './auth'
 
 export interface GatewayRequest {
   method: string
@@ -37,7 +38,6 @@ export interface AuthGateway {
   close(): Promise<void>
 }
 
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 
 export async function startAuthGateway(upstream: string): Promise<AuthGateway> {
   const gateway = {

@@ -16,6 +16,7 @@ import path from 'node:path'
 import { inject } from 'vitest'
 import { startApp, ROOT, type RunningApp } from './apps'
 import { waitFor } from './wait'
+import { basic } from './auth'
 
 /** The pipelines the demo consumer registers (demo/consumer/server.js, `@federated` demo.Customers). */
 export const DEMO_PIPELINES = ['orders', 'products', 'revenue-by-country', 'exchange-rates', 'demo.Customers']
@@ -23,7 +24,7 @@ export const DEMO_PIPELINES = ['orders', 'products', 'revenue-by-country', 'exch
 /** api-v2: the provider serves Products.ean, unknown to the consumer's import (schema drift, as in `npm start`). */
 export const DEMO_PROVIDER_ENV = { DEMO_CHANGE_EVERY: '0', NODE_ENV: '', CDS_ENV: 'api-v2' }
 
-export const basic = (user: string, password = '') => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+export { basic }
 
 export interface DemoPipeline { name: string; status: string; lastSync: string | null; statistics_skipped: number }
 

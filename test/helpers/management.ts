@@ -3,6 +3,7 @@
  * every response body (for the no-credentials check), OData function-parameter formatting,
  * and small polling utilities.
  */
+import { basicAuth } from './auth'
 export interface HttpResponse {
   status: number
   data: any
@@ -31,14 +32,8 @@ export interface Client {
   bodies: string[]
 }
 
-/**
- * A mocked user's Basic auth header (the fixtures' users have their name as password). /pipeline
- * needs a role (PipelineViewer, PipelineOperator or PipelineAdmin); the fixtures name their users
- * after the role they hold: admin, operator, viewer, nobody (none).
- */
-export function basicAuth(user: string, password = user): Record<string, string> {
-  return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` }
-}
+/** A mocked user's Basic auth headers (test/helpers/auth.ts); /pipeline needs a role. */
+export { basicAuth }
 
 /**
  * Wraps an axios lookalike (cds.test's) so 4xx/5xx come back as responses instead of throwing.

@@ -2,6 +2,7 @@
  * HTTP as a mocked user (basic auth with an empty password), for apps whose users are bound to
  * tenants: `call` answers status and parsed body; `get` insists on 200 and unwraps OData `value`.
  */
+import { basic } from './auth'
 export interface UserClient {
   call(user: string, method: string, url: string, body?: object): Promise<{ status: number; body: any }>
   get<T>(user: string, url: string): Promise<T>
@@ -11,7 +12,7 @@ export function userClient(base: () => string): UserClient {
   const call: UserClient['call'] = async (user, method, url, body) => {
     const response = await fetch(`${base()}${url}`, {
       method,
-      headers: { authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: basic(user), ...(body ? { 'content-type': 'application/json' } : {}) },
       ...(body ? { body: JSON.stringify(body) } : {}),
     })
     const text = await response.text()

@@ -15,10 +15,10 @@ import path from 'node:path'
 import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { importCatalog } from '../helpers/projects'
 import { appsFolder } from '../helpers/packed'
+import { basic } from '../helpers/auth'
 
 const SEEDED = 5
 const HTTP_FILE = 'test/http/data-pipeline.http'
-const basic = (user: string, password = user) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
 
 /** Every file of the project but node_modules, with its bytes. */
@@ -129,7 +129,7 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
       'GET http://localhost:4004/pipeline/PipelineRuns',
       'GET http://localhost:4004/pipeline/PipelineRejects',
     ])
-    expect(requests.every(r => r.headers.authorization === basic('alice'))).toBe(true)
+    expect(requests.every(r => r.headers.authorization === basic('alice', 'alice'))).toBe(true)
   })
 
   test('a second run changes nothing: every file stays byte-identical', async () => {
@@ -153,7 +153,7 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
 
     const anonymous = await fetch(`${server.url}/pipeline/Pipelines`)
     expect(anonymous.status).toBe(401)
-    const alice = await fetch(`${server.url}/pipeline/Pipelines`, { headers: { authorization: basic('alice') } })
+    const alice = await fetch(`${server.url}/pipeline/Pipelines`, { headers: { authorization: basic('alice', 'alice') } })
     expect(alice.status).toBe(200)
     expect((await alice.json()).value).toBeInstanceOf(Array)
 
@@ -171,12 +171,12 @@ describe('cds add data-pipeline in a project made by cds init, with an imported 
     expect(answer(/latest runs/).value).toEqual([expect.objectContaining({ pipeline_name: 'ReplicaService.Books', status: 'idle', statistics_created: SEEDED })])
     expect(answer(/rejected records/).value).toEqual([])
 
-    const books = await fetch(`${server.url}/odata/v4/replica/Books/$count`, { headers: { authorization: basic('alice') } })
+    const books = await fetch(`${server.url}/odata/v4/replica/Books/$count`, { headers: { authorization: basic('alice', 'alice') } })
     expect(await books.text()).toBe(String(SEEDED))
 
     // the other mocked users hold the lower roles
     const execute = (user: string) => fetch(`${server!.url}/pipeline/execute`, {
-      method: 'POST', headers: { authorization: basic(user), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ReplicaService.Books' }),
+      method: 'POST', headers: { authorization: basic(user, user), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ReplicaService.Books' }),
     })
     expect((await execute('victor')).status).toBe(403)
     expect((await execute('olivia')).status).toBe(200)

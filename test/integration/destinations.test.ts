@@ -27,6 +27,7 @@ import { ql } from '../helpers/consumer'
 import { startAuthGateway, type AuthGateway, type GatewayRequest } from '../helpers/auth-gateway'
 import { makeItems, startRestProvider, type RestProvider } from '../fixtures/rest-provider/server.mjs'
 import type DataPipelineService from '../../srv/data-pipeline'
+import { basic } from '../helpers/auth'
 
 const BOOKS_DESTINATION = 'books-provider'
 const ITEMS_DESTINATION = 'items-api'
@@ -87,7 +88,6 @@ function useDestinations(destinations: { books?: Record<string, unknown>; items?
   ])
 }
 
-const basicHeader = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const basicAuth = (gateway: AuthGateway, password = gateway.password) => ({ Authentication: 'BasicAuthentication', User: gateway.user, Password: password })
 const oauth = (gateway: AuthGateway) => ({ Authentication: 'OAuth2ClientCredentials', tokenServiceURL: gateway.tokenUrl, clientId: gateway.clientId, clientSecret: gateway.clientSecret })
 
@@ -95,7 +95,7 @@ const oauth = (gateway: AuthGateway) => ({ Authentication: 'OAuth2ClientCredenti
 async function asDestinationService(configuration: Record<string, string>): Promise<{ token: string; destination: Record<string, unknown> }> {
   const response = await fetch(configuration.tokenServiceURL, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicHeader(configuration.clientId, configuration.clientSecret) },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(configuration.clientId, configuration.clientSecret) },
     body: 'grant_type=client_credentials',
   })
   expect(response.status).toBe(200)
@@ -139,7 +139,7 @@ test('the providers refuse requests without credentials (401), and the REST prov
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toMatch(/^Basic /)
   }
-  expect((await fetch(`${items.url}/items`, { headers: { authorization: basicHeader(items.user, items.password) } })).status).toBe(401)
+  expect((await fetch(`${items.url}/items`, { headers: { authorization: basic(items.user, items.password) } })).status).toBe(401)
 })
 
 describe('BasicAuthentication', () => {
@@ -153,7 +153,7 @@ describe('BasicAuthentication', () => {
 
     const requests = dataRequests(books, from)
     expect(requests.filter(r => r.path.startsWith('/odata/v4/catalog/Books')).length).toBeGreaterThanOrEqual(3) // 12 rows in pages of 5
-    for (const request of requests) expect(request).toMatchObject({ authorization: basicHeader(books.user, books.password), status: 200 })
+    for (const request of requests) expect(request).toMatchObject({ authorization: basic(books.user, books.password), status: 200 })
   })
 
   test('a wrong password fails the run at once with a clear error; the password shows in no error, run row or log line', async () => {
@@ -170,7 +170,7 @@ describe('BasicAuthentication', () => {
     // the destination's credentials went out and were refused; a 401 is not retried (another request may be the drift check's $metadata)
     const requests = dataRequests(books, from)
     expect(requests.filter(r => r.path.startsWith('/odata/v4/catalog/Books'))).toHaveLength(1)
-    for (const request of requests) expect(request).toMatchObject({ authorization: basicHeader(books.user, wrong), status: 401 })
+    for (const request of requests) expect(request).toMatchObject({ authorization: basic(books.user, wrong), status: 401 })
     expect(await ql.SELECT.from('consumer.BooksByKey')).toEqual([])
     // the capture sees both CAP's log (the failed request) and the SDK's (the destination lookup)
     const log = logged.slice(loggedBefore).join('\n')

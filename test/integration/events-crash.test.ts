@@ -14,6 +14,7 @@ import { sharedProvider } from '../helpers/shared-provider'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
 import { waitForSubscribers } from '../helpers/emit'
+import { basicAuth } from '../helpers/auth'
 
 const require = createRequire(import.meta.url)
 const APP = path.join(FIXTURES, 'events-consumer')
@@ -68,16 +69,15 @@ test('a key received but not yet written when the app is killed (kill -9) is app
   await waitFor(async () => (await read(consumer!, 'PipelineEventKeys')).length === 0, 'no key left waiting')
 
   // the statistics: read-only in the management API, for viewers
-  const auth = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user}`).toString('base64')}` })
   const stats = await waitFor(async () => {
-    const response = await fetch(`${consumer!.url}/pipeline/PipelineEventStats?$filter=pipeline eq 'followed'`, { headers: auth('viewer') })
+    const response = await fetch(`${consumer!.url}/pipeline/PipelineEventStats?$filter=pipeline eq 'followed'`, { headers: basicAuth('viewer') })
     const rows = ((await response.json()) as { value?: Array<Record<string, unknown>> }).value ?? []
     return rows.length && Number(rows[0].applied) >= 1 ? rows : undefined
   }, 'the event statistics of the restarted app')
   expect(stats).toHaveLength(1)
   expect(stats[0]).toMatchObject({ pipeline: 'followed', skipped: 0 })
   expect(stats[0].lagP95).toEqual(expect.any(Number))
-  const write = await fetch(`${consumer.url}/pipeline/PipelineEventStats`, { method: 'POST', headers: { ...auth('admin'), 'content-type': 'application/json' }, body: JSON.stringify({ pipeline: 'x', minute: new Date().toISOString() }) })
+  const write = await fetch(`${consumer.url}/pipeline/PipelineEventStats`, { method: 'POST', headers: { ...basicAuth('admin'), 'content-type': 'application/json' }, body: JSON.stringify({ pipeline: 'x', minute: new Date().toISOString() }) })
   expect(write.status).toBeGreaterThanOrEqual(400)
   expect(write.status).toBeLessThan(500)
 })

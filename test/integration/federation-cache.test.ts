@@ -9,10 +9,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { post, useFederation } from '../helpers/federation'
+import { basicAuth } from '../helpers/auth'
 
 const ctx = useFederation()
 const S = '/odata/v4/federation'
-const as = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}` })
+const as = (user: string) => basicAuth(user, '')
 
 /** The TTL of the fixture's ShortCached* entities (ms). */
 const SHORT_TTL = 3000

@@ -9,12 +9,12 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES } from '../helpers/apps'
 import { BOUND as B, client, errorOf, jsonValue } from '../helpers/management'
+import { basicAuth } from '../helpers/auth'
 
 const test$ = cds.test(path.join(FIXTURES, 'management-locked'))
 const http = client(() => (test$ as unknown as { axios: any }).axios, null) // anonymous unless a call names a user
-const basic = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user}`).toString('base64')}` })
-const admin = basic('admin')
-const viewer = basic('viewer')
+const admin = basicAuth('admin')
+const viewer = basicAuth('viewer')
 
 const requests: Array<[string, 'GET' | 'POST', string, object?]> = [
   ['Pipelines', 'GET', '/pipeline/Pipelines'],

@@ -32,6 +32,7 @@ import path from 'node:path'
 import { packPlugin, runCds, runNpm, startInstalledApp, startProvider, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { appsFolder } from '../helpers/packed'
 import { startRestProvider, type RestProvider } from '../fixtures/rest-provider/server.mjs'
+import { basicAuth } from '../helpers/auth'
 
 const SEEDED = 12
 const STAMP = '2026-03-01T10:00:00.000Z'
@@ -63,7 +64,7 @@ function recordingProxy(target: string): Promise<RecordingProxy> {
 }
 
 /** README "Security": /pipeline needs a role; the project's mocked user `admin` holds PipelineAdmin. */
-const ADMIN = { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` }
+const ADMIN = basicAuth('admin')
 
 async function http_(method: string, url: string, body?: object): Promise<{ status: number; body: any; text: string }> {
   const auth = new URL(url).pathname.startsWith('/pipeline/') ? ADMIN : {}

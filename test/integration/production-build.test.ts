@@ -19,12 +19,12 @@ import { ROOT, runCds, runCommand, startInstalledApp, startProvider, type Provid
 import { importCatalog, useRepositoryPackages } from '../helpers/projects'
 import { createDatabase, dropDatabase, PG, pgQuery, randomDatabaseName } from '../helpers/postgres'
 import { waitFor } from '../helpers/wait'
+import { basic } from '../helpers/auth'
 
 const SEEDED = 7
 const PIPELINE = 'ReplicaService.Books'
 const USERS = { alice: ['PipelineAdmin'], victor: ['PipelineViewer'] }
 const ROLES = ['PipelineViewer', 'PipelineOperator', 'PipelineAdmin']
-const basic = (user: string) => `Basic ${Buffer.from(`${user}:`).toString('base64')}`
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
 const DK_MAJOR = Number(readJson(path.join(ROOT, 'node_modules/@sap/cds-dk/package.json')).version.split('.')[0])
 const cdsBin = (name: string) => path.join(ROOT, 'node_modules/@sap/cds/bin', name)

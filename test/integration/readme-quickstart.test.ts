@@ -19,6 +19,7 @@ import path from 'node:path'
 import { ROOT, packPlugin, runCommand, startProvider, startShell, type ProviderControl, type RunningApp } from '../helpers/apps'
 import { appsFolder } from '../helpers/packed'
 import { commandLines, quickstartBlocks, type QuickstartBlock } from '../helpers/readme'
+import { basicAuth } from '../helpers/auth'
 
 const SEEDED = 5
 const STAMP = '2026-03-01T10:00:00.000Z'
@@ -121,7 +122,7 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
 
   describe('when a step fails, step 6 answers what to do next, never SQL (README "When a step fails")', () => {
     const SQL = /no such table|does not exist|SQLITE_|\bSELECT\b|\bINSERT\b|\bFROM\s+\w+_\w+/i
-    const alice = { authorization: `Basic ${Buffer.from('alice:alice').toString('base64')}` }
+    const alice = basicAuth('alice')
     const packageJson = () => path.join(cwd, 'package.json')
     let refusing: http.Server | undefined
 

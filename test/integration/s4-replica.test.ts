@@ -10,6 +10,7 @@ import path from 'node:path'
 import { FIXTURES, startApp, type RunningApp } from '../helpers/apps'
 import { uniquePrefix, waitForSubscribers } from '../helpers/emit'
 import { waitFor } from '../helpers/wait'
+import { basicAuth } from '../helpers/auth'
 
 const CHANGED = 'sap.s4.beh.businesspartner.v1.BusinessPartner.Changed.v1'
 const V2 = '/odata/v2/api-business-partner'
@@ -35,7 +36,6 @@ afterAll(async () => {
   await mock?.stop()
 })
 
-const auth = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user}`).toString('base64')}` })
 
 async function json(url: string, init: RequestInit = {}): Promise<any> {
   const response = await fetch(url, init)
@@ -50,8 +50,8 @@ const change = (id: string, data: Row, drop = false) => json(`${mock.url}${V2}/A
   body: JSON.stringify(data),
 })
 const replica = async (id: string): Promise<Row | undefined> => (await json(`${consumer.url}/replica/BusinessPartners?$filter=BusinessPartner eq '${id}'`)).value[0]
-const runs = async (): Promise<Row[]> => (await json(`${consumer.url}/pipeline/PipelineRuns?$filter=pipeline_name eq '${PIPELINE}'&$orderby=startTime`, { headers: auth('viewer') })).value
-const applied = async (): Promise<number> => ((await json(`${consumer.url}/pipeline/PipelineEventStats?$filter=pipeline eq '${PIPELINE}'`, { headers: auth('viewer') })).value as Row[])
+const runs = async (): Promise<Row[]> => (await json(`${consumer.url}/pipeline/PipelineRuns?$filter=pipeline_name eq '${PIPELINE}'&$orderby=startTime`, { headers: basicAuth('viewer') })).value
+const applied = async (): Promise<number> => ((await json(`${consumer.url}/pipeline/PipelineEventStats?$filter=pipeline eq '${PIPELINE}'`, { headers: basicAuth('viewer') })).value as Row[])
   .reduce((sum, row) => sum + Number(row.applied ?? 0), 0)
 const replicaHas = (id: string, expected: Row, what: string, timeout = 10_000) =>
   waitFor(async () => {
@@ -101,7 +101,7 @@ describe('S/4 Business Partner replica by annotation only (events + datetime-fie
 
     // the scheduled delta run, started now through the management API
     const result = await json(`${consumer.url}/pipeline/execute`, {
-      method: 'POST', headers: { ...auth('operator'), 'content-type': 'application/json' }, body: JSON.stringify({ name: PIPELINE, mode: 'delta' }),
+      method: 'POST', headers: { ...basicAuth('operator'), 'content-type': 'application/json' }, body: JSON.stringify({ name: PIPELINE, mode: 'delta' }),
     })
     expect(result.status).toBe('completed')
     expect((await replica('1000004'))!.BusinessPartnerIsBlocked).toBe(false)

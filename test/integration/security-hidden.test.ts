@@ -14,13 +14,14 @@ import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { client } from '../helpers/management'
 import { waitFor } from '../helpers/wait'
+import { basicAuth } from '../helpers/auth'
 
 let provider: RunningApp & { control: ProviderControl }
 beforeAll(async () => {
   provider = await sharedProvider()
 })
 const test_ = cds.test(path.join(FIXTURES, 'security'))
-const ADMIN = { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` }
+const ADMIN = basicAuth('admin')
 const http = client(() => (test_ as unknown as { axios: any }).axios)
 const GET = (url: string) => http.GET(url, ADMIN)
 const POST = (url: string, data?: unknown) => http.POST(url, data, ADMIN)

@@ -17,10 +17,11 @@ import cds from '@sap/cds'
 import path from 'node:path'
 import { FIXTURES } from '../helpers/apps'
 import { BOUND as B, client, errorOf, jsonValue, type HttpResponse } from '../helpers/management'
+import { basicAuth } from '../helpers/auth'
 
 const test$ = cds.test(path.join(FIXTURES, 'inputs'))
 const http = client(() => (test$ as unknown as { axios: any }).axios)
-const admin = { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` }
+const admin = basicAuth('admin')
 const GET = (url: string) => http.GET(url, admin)
 const POST = (url: string, body: unknown = {}) => http.POST(url, body, admin)
 

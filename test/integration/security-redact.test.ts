@@ -17,11 +17,11 @@ import { formatWithOptions } from 'node:util'
 import { FIXTURES } from '../helpers/apps'
 import { BOUND, client, errorOf } from '../helpers/management'
 import { ql } from '../helpers/consumer'
+import { basicAuth } from '../helpers/auth'
 
 const PASSWORD = 'Pa55-SECRET-word'
 const API_KEY = 'KEY-SECRET-4711'
-const as = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user}`).toString('base64')}` })
-const ADMIN = as('admin')
+const ADMIN = basicAuth('admin')
 
 // everything logged while the app runs, as the console would print it
 const logged: string[] = []
@@ -87,12 +87,12 @@ describe('credentials in the binding URL (finding 7)', () => {
 
   test('a plain user reading a delegated entity gets an error without the password', async () => {
     // (on CAP's own HTTP client as well as on the Cloud SDK's)
-    expectNoSecrets(JSON.stringify((await withNativeFetch(() => GET('/odata/v4/catalog/RemoteBooks', as('alice')))).data))
-    const res = await GET('/odata/v4/catalog/RemoteBooks', as('alice'))
+    expectNoSecrets(JSON.stringify((await withNativeFetch(() => GET('/odata/v4/catalog/RemoteBooks', basicAuth('alice')))).data))
+    const res = await GET('/odata/v4/catalog/RemoteBooks', basicAuth('alice'))
     expectNoSecrets(JSON.stringify(res.data))
     expect(res.status, JSON.stringify(res.data)).toBeGreaterThanOrEqual(500)
     expect(errorOf(res).message).toMatch(CORRELATION)
-    const one = await GET('/odata/v4/catalog/RemoteBooks(1)', as('alice'))
+    const one = await GET('/odata/v4/catalog/RemoteBooks(1)', basicAuth('alice'))
     expect(one.status).toBeGreaterThanOrEqual(500)
     expectNoSecrets(JSON.stringify(one.data))
   })

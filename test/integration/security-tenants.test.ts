@@ -19,6 +19,7 @@ import { waitFor } from '../helpers/wait'
 import { userClient } from '../helpers/users'
 import { startMtxApp, tenantLifecycle } from '../helpers/mtx'
 import { invalidTenantId, MAX_TENANT_ID_LENGTH } from '../../lib/security/tenant-id'
+import { basicAuth } from '../helpers/auth'
 
 const USER: Record<string, string> = { t1: 'u1', t2: 'u2', t3: 'u3' }
 const BOOKS = 3
@@ -158,7 +159,7 @@ describe("the provider's operator: a view across tenants and per-tenant fan-out 
       expect(status, `${entity}: ${JSON.stringify(body)}`).toBe(200)
       expect(body.value).toEqual([])
     }
-    const response = await fetch(`${app.url}/pipeline/Pipelines`, { headers: { authorization: `Basic ${Buffer.from('ops:').toString('base64')}` } })
+    const response = await fetch(`${app.url}/pipeline/Pipelines`, { headers: basicAuth('ops', '') })
     expect(decodeURIComponent(response.headers.get('sap-messages') ?? '')).toContain('tenantsOverview')
   })
 
