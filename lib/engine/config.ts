@@ -34,13 +34,60 @@ export interface ResolveOptions {
 
 export function resolvePipeline(config: PipelineConfig, options: ResolveOptions = {}): ResolvedPipeline {
   if (!isObject(config)) throw invalidConfig('config', 'must be an object')
-  const { name, source, target } = config
+  const { name, target } = config
   if (typeof name !== 'string' || !name.trim()) throw invalidConfig('name', 'is required and must be a non-empty string')
   checkLength(name, 'name', STORED_LENGTHS.name)
-  if (!isObject(source)) throw invalidConfig('source', 'is required and must be an object')
+  if (!isObject(config.source)) throw invalidConfig('source', 'is required and must be an object')
   if (target !== undefined && !isObject(target)) throw invalidConfig('target', 'must be an object')
   const tgt: TargetConfig = target ?? {}
+  // the checks run in this order: the first offending key is the one an error names
+  const { shape, sourceKind } = resolveSource(config, options)
+  // the overridable settings' own checks are their served rules (setting-rules.ts)
+  checkSetting('source.batchSize', config.source.batchSize ?? undefined) // (null: the default, as before)
+  const batchSize = config.source.batchSize ?? DEFAULTS.batchSize
+  checkTarget(tgt, options)
+  checkSetting('mode', config.mode)
+  const mode: ReplicationMode = config.mode ?? (shape === 'query' ? 'full' : 'delta')
+  if (shape === 'query' && mode === 'delta')
+    throw invalidConfig('mode', "'delta' is not possible with source.query: a derived snapshot has no watermark; use 'full' (or partial-refresh per run)")
+  const delta = resolveDelta(config, shape)
+  const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')
+  for (const key of ['enabled', 'transaction', 'description'] as const) checkSetting(key, config[key])
+  const retry = resolveRetry(config)
+  if (config.refresh?.slice !== undefined && shape !== 'query')
+    throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
+  const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
+  const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
+  if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
+  const parallel = config.parallel ?? DEFAULTS.parallel
+  checkSetting('parallel', parallel) // most requests a full copy or a large delta reads at once, in key ranges
+  const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
+  const maxStaleness = resolveMaxStaleness(config.maxStaleness)
 
+  return {
+    name,
+    config: { ...config, target: tgt },
+    shape,
+    mode,
+    delta,
+    batchSize,
+    schedule,
+    enabled: config.enabled ?? true,
+    // the scope of the pipeline's own mode; a run in another mode follows run.ts's rule
+    transaction: config.transaction ?? (mode === 'delta' ? 'batch' : 'run'),
+    retry,
+    leaseDuration,
+    parallel,
+    ...(schemaDrift ? { schemaDrift } : {}),
+    onError: resolveOnError(config.onError),
+    deletes,
+    ...(maxStaleness === undefined ? {} : { maxStaleness }),
+  }
+}
+
+/** `source`: entity or query (the pipeline's shape), kind or adapter, origin; the source kind the rest of the checks need. */
+function resolveSource(config: PipelineConfig, options: ResolveOptions): { shape: ResolvedPipeline['shape']; sourceKind: string | undefined } {
+  const { source } = config
   const hasRestPath = typeof config.rest?.path === 'string'
   if (source.entity !== undefined && source.query !== undefined)
     throw invalidConfig('source.query', 'cannot be combined with source.entity: use source.entity for replication or source.query for a derived snapshot')
@@ -64,86 +111,55 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
     checkLength(source.origin, 'source.origin', STORED_LENGTHS.origin)
   }
-  // the overridable settings' own checks are their served rules (setting-rules.ts)
-  checkSetting('source.batchSize', source.batchSize ?? undefined) // (null: the default, as before)
-  const batchSize = source.batchSize ?? DEFAULTS.batchSize
+  return { shape, sourceKind }
+}
 
-  if (tgt.adapter !== undefined && typeof tgt.adapter !== 'function')
+/** `target`: adapter, kind, entity, and a service that is a database or a remote target kind. */
+function checkTarget(target: TargetConfig, options: ResolveOptions): void {
+  if (target.adapter !== undefined && typeof target.adapter !== 'function')
     throw invalidConfig('target.adapter', 'must be a class extending BaseTargetAdapter')
-  if (tgt.kind !== undefined && tgt.kind !== 'odata' && tgt.kind !== 'odata-v2' && tgt.kind !== 'hcql')
-    throw invalidConfig('target.kind', `'${String(tgt.kind)}' is unknown; expected odata, odata-v2 or hcql`)
-  if (!tgt.adapter && (typeof tgt.entity !== 'string' || !tgt.entity))
+  if (target.kind !== undefined && target.kind !== 'odata' && target.kind !== 'odata-v2' && target.kind !== 'hcql')
+    throw invalidConfig('target.kind', `'${String(target.kind)}' is unknown; expected odata, odata-v2 or hcql`)
+  if (!target.adapter && (typeof target.entity !== 'string' || !target.entity))
     throw invalidConfig('target.entity', 'is required unless a custom target.adapter is given')
-  if (tgt.service !== undefined && tgt.service !== 'db' && !tgt.adapter && !tgt.kind && !DATABASE_KINDS.has(options.serviceKind?.(tgt.service) ?? '') && !REMOTE_TARGET_KINDS.has(options.serviceKind?.(tgt.service) ?? ''))
-    throw invalidConfig('target.service', `'${tgt.service}' is not a database service: set target.kind (odata, odata-v2, hcql) or a custom target.adapter`)
+  const serviceKind = target.service === undefined ? '' : options.serviceKind?.(target.service) ?? ''
+  if (target.service !== undefined && target.service !== 'db' && !target.adapter && !target.kind && !DATABASE_KINDS.has(serviceKind) && !REMOTE_TARGET_KINDS.has(serviceKind))
+    throw invalidConfig('target.service', `'${target.service}' is not a database service: set target.kind (odata, odata-v2, hcql) or a custom target.adapter`)
+}
 
-  checkSetting('mode', config.mode)
-  const mode: ReplicationMode = config.mode ?? (shape === 'query' ? 'full' : 'delta')
-  if (shape === 'query' && mode === 'delta')
-    throw invalidConfig('mode', "'delta' is not possible with source.query: a derived snapshot has no watermark; use 'full' (or partial-refresh per run)")
-
-  let delta: ResolvedPipeline['delta']
-  if (config.delta !== undefined) {
-    if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
-    if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
-    checkSetting('delta.mode', config.delta.mode)
-    const deltaMode = config.delta.mode ?? 'timestamp'
-    if (deltaMode === 'datetime-fields') {
-      if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
-      if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
-    } else if (config.delta.field !== undefined && (typeof config.delta.field !== 'string' || !config.delta.field)) {
-      throw invalidConfig('delta.field', 'must be a non-empty string')
-    }
-    const { deletedField, deletedAction } = config.delta
-    if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
-    if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
-    if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
-    // field names reach the source's URL and queries: plain names only (the registry checks them against the source entity)
-    for (const key of ['field', 'dateField', 'timeField', 'deletedField'] as const) checkFieldName(config.delta[key], `delta.${key}`)
-    const { settle } = config.delta
-    if (settle !== undefined && typeof settle !== 'number' && typeof settle !== 'string') throw invalidConfig('delta.settle', "must be milliseconds or a duration such as '5m'")
-    delta = { ...config.delta, mode: deltaMode, ...(settle === undefined ? {} : { settle: settle === 0 ? 0 : parseDuration(settle, 'delta.settle') }) }
+/** `delta`: its mode and fields (plain names: they reach the source's URL and queries), deleted rows, settle time. */
+function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape']): ResolvedPipeline['delta'] {
+  if (config.delta === undefined) return undefined
+  if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
+  if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
+  checkSetting('delta.mode', config.delta.mode)
+  const deltaMode = config.delta.mode ?? 'timestamp'
+  if (deltaMode === 'datetime-fields') {
+    if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
+    if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
+  } else if (config.delta.field !== undefined && (typeof config.delta.field !== 'string' || !config.delta.field)) {
+    throw invalidConfig('delta.field', 'must be a non-empty string')
   }
+  const { deletedField, deletedAction } = config.delta
+  if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
+  if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
+  if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
+  // (the registry checks the names against the source entity)
+  for (const key of ['field', 'dateField', 'timeField', 'deletedField'] as const) checkFieldName(config.delta[key], `delta.${key}`)
+  const { settle } = config.delta
+  if (settle !== undefined && typeof settle !== 'number' && typeof settle !== 'string') throw invalidConfig('delta.settle', "must be milliseconds or a duration such as '5m'")
+  return { ...config.delta, mode: deltaMode, ...(settle === undefined ? {} : { settle: settle === 0 ? 0 : parseDuration(settle, 'delta.settle') }) }
+}
 
-  const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')
-  for (const key of ['enabled', 'transaction', 'description'] as const) checkSetting(key, config[key])
-
+/** `retry`: checked by the rules (a delay beyond the longest timer would fire after 1 ms: the rule's max), defaults applied. */
+function resolveRetry(config: PipelineConfig): ResolvedPipeline['retry'] {
   const retry = config.retry ?? {}
   if (!isObject(retry)) throw invalidConfig('retry', 'must be an object')
-  // (a delay beyond the longest timer would fire after 1 ms: the rule's max)
   for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) checkSetting(`retry.${key}`, retry[key])
-  if (config.refresh?.slice !== undefined && shape !== 'query')
-    throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
-  const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
-  const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
-  if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
-  const parallel = config.parallel ?? DEFAULTS.parallel
-  checkSetting('parallel', parallel) // most requests a full copy or a large delta reads at once, in key ranges
-  const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
-  const maxStaleness = resolveMaxStaleness(config.maxStaleness)
-
   return {
-    name,
-    config: { ...config, target: tgt },
-    shape,
-    mode,
-    delta,
-    batchSize,
-    schedule,
-    enabled: config.enabled ?? true,
-    // the scope of the pipeline's own mode; a run in another mode follows run.ts's rule
-    transaction: config.transaction ?? (mode === 'delta' ? 'batch' : 'run'),
-    retry: {
-      maxRetries: retry.maxRetries ?? DEFAULTS.maxRetries,
-      baseDelay: retry.baseDelay ?? DEFAULTS.retryBaseDelay,
-      maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
-    },
-    leaseDuration,
-    parallel,
-    ...(schemaDrift ? { schemaDrift } : {}),
-    onError: resolveOnError(config.onError),
-    deletes,
-    ...(maxStaleness === undefined ? {} : { maxStaleness }),
+    maxRetries: retry.maxRetries ?? DEFAULTS.maxRetries,
+    baseDelay: retry.baseDelay ?? DEFAULTS.retryBaseDelay,
+    maxDelay: retry.maxDelay ?? DEFAULTS.retryMaxDelay,
   }
 }
 

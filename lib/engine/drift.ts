@@ -30,7 +30,7 @@ import { connect, ql } from '../model/ql.js'
 import { assignable, family, fitsLength, fitsPrecision, sameType, typeLabel } from './shapes.js'
 import { keyNames } from '../model/csn.js'
 import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { DEFAULT_MAX_AGE, shapeOfEntity, type LiveShape } from '../adapters/source/live-shape.js'
+import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../adapters/source/live-shape.js'
 import type { PreparedPipeline } from './run-types.js'
 import { applicationHooks, replay } from './read-ahead.js'
 import { tenantKey } from './tenancy.js'
@@ -262,76 +262,80 @@ function sourceLabel(pipeline: ResolvedPipeline): string {
 export function compareShapes(prepared: PreparedPipeline, live: LiveShape, runId: string, policy: 'warn' | 'fail'): SchemaDriftReport | undefined {
   const { pipeline, source, target, mapping } = prepared
   const declaredEntity = source.entityDefinition()
-  const declared = declaredEntity ? shapeOfEntity(declaredEntity) : undefined
   const targetEntity = target.entityDefinition()
-  const targetShapes = targetEntity ? shapeOfEntity(targetEntity) : undefined
+  const shapes: ColumnShapes = { declared: declaredEntity ? shapeOfEntity(declaredEntity) : undefined, target: targetEntity ? shapeOfEntity(targetEntity) : undefined, keys: new Set(), watermarks: [] }
   const origin = pipeline.config.source.origin !== undefined
-  const pairs = (mapping ?? Object.keys(declared ?? targetShapes ?? {}).map(name => ({ source: name, target: name })))
+  const pairs = (mapping ?? Object.keys(shapes.declared ?? shapes.target ?? {}).map(name => ({ source: name, target: name })))
     .filter(pair => !(origin && pair.target === ORIGIN_COLUMN))
-  const keys = new Set(declaredEntity ? keyNames(declaredEntity) : targetEntity ? keyNames(targetEntity).map(key => pairs.find(p => p.target === key)?.source ?? key) : [])
-  let watermarks: string[] = []
+  shapes.keys = new Set(declaredEntity ? keyNames(declaredEntity) : targetEntity ? keyNames(targetEntity).map(key => pairs.find(p => p.target === key)?.source ?? key) : [])
   try {
-    watermarks = watermarkFields(source.watermarkPlan())
+    shapes.watermarks = watermarkFields(source.watermarkPlan())
   } catch {
     // a source without keys in its imported model fails the read itself, with its own message
   }
-  const changes: DriftChange[] = []
   const where = sourceLabel(pipeline)
-
-  if (live.missing) {
-    changes.push({ change: 'removed', column: pipeline.config.source.entity ?? where, breaking: true, fatal: true, message: `the source entity '${where}' is no longer served (${live.basis})` })
-  } else {
-    for (const pair of pairs) {
-      const now = live.elements[pair.source]
-      const targetShape = targetShapes?.[pair.target]
-      const arrow = pair.target !== pair.source ? ` (→ '${pair.target}')` : ''
-      if (!now) {
-        const fatal = keys.has(pair.source) || watermarks.includes(pair.source)
-        changes.push({
-          change: 'removed', column: pair.source, target: pair.target, was: typeLabel(declared?.[pair.source] ?? targetShape), breaking: true, ...(fatal ? { fatal } : {}),
-          message: `column '${pair.source}'${arrow} removed${fatal ? ` (it is ${keys.has(pair.source) ? 'a key' : 'the delta watermark'})` : ''}`,
-        })
-        continue
-      }
-      if (!now.type) continue // REST: names only
-      // drift is a change of the source since the imported API: a target narrower than that API
-      // is configuration (shapes.ts, logged once), and a change is breaking only where the
-      // target took the column before and no longer does
-      const baseline = declared?.[pair.source]
-      const was = baseline ?? targetShape
-      const against = targetShape ? ` (target '${pair.target}' is ${typeLabel(targetShape)})` : ''
-      const entry = (change: DriftKind, breaking: boolean, what: string): DriftChange => ({
-        change, column: pair.source, target: pair.target, was: typeLabel(was), now: typeLabel(now), ...(targetShape ? { targetType: typeLabel(targetShape) } : {}), breaking,
-        message: `column '${pair.source}'${arrow} ${what} ${typeLabel(was)} → ${typeLabel(now)}${against}`,
-      })
-      const typeChanged = was?.type !== undefined && !sameType(was, now)
-      let typeBreaks = targetShape ? !assignable(now, targetShape) : typeChanged
-      if (baseline?.type && targetShape && !assignable(baseline, targetShape) && family(baseline.type) === family(now.type)) typeBreaks = false
-      if (typeChanged || (typeBreaks && !baseline?.type)) {
-        changes.push(entry('type', typeBreaks, 'changed type'))
-        continue
-      }
-      if (family(now.type) === 'string') {
-        const changed = was !== undefined && was.length !== now.length
-        const breaks = targetShape ? !fitsLength(now, targetShape) && !(baseline && !fitsLength(baseline, targetShape)) : false
-        if (changed || (breaks && !baseline)) changes.push(entry('length', breaks, 'changed length'))
-      } else if (family(now.type) === 'decimal') {
-        const changed = was !== undefined && (was.precision !== now.precision || was.scale !== now.scale)
-        const breaks = targetShape ? !fitsPrecision(now, targetShape) && !(baseline && !fitsPrecision(baseline, targetShape)) : false
-        if (changed || (breaks && !baseline)) changes.push(entry('precision', breaks, 'changed precision'))
-      }
-    }
-    const mapped = new Set(pairs.map(pair => pair.source))
-    const known = declared ?? targetShapes ?? {}
-    for (const [column, shape] of Object.entries(live.elements)) {
-      if (mapped.has(column) || column in known) continue
-      changes.push({ change: 'added', column, ...(shape.type ? { now: typeLabel(shape) } : {}), breaking: false, message: `new column '${column}'${shape.type ? ` (${typeLabel(shape)})` : ''}, not mapped` })
-    }
-  }
+  const changes: DriftChange[] = live.missing
+    ? [{ change: 'removed', column: pipeline.config.source.entity ?? where, breaking: true, fatal: true, message: `the source entity '${where}' is no longer served (${live.basis})` }]
+    : [...pairs.flatMap(pair => columnChange(pair, live.elements[pair.source], shapes) ?? []), ...addedColumns(live, pairs, shapes)]
   if (!changes.length) return undefined
   const breaking = changes.some(c => c.breaking)
   return {
     runId, source: where, basis: live.basis, fetchedAt: live.fetchedAt, checkedAt: new Date().toISOString(), policy, breaking, changes,
     message: `Schema drift at source '${where}' (${live.basis}): ${changes.map(c => c.message).join('; ')}`,
   }
+}
+
+/** What the comparison knows of each column: the imported source API, the target, the keys and the watermark fields. */
+interface ColumnShapes {
+  declared: Record<string, ColumnShape> | undefined
+  target: Record<string, ColumnShape> | undefined
+  keys: Set<string>
+  watermarks: string[]
+}
+
+/** The change of one mapped column (`now`: its live shape, undefined when the source no longer has it). */
+function columnChange(pair: { source: string; target: string }, now: ColumnShape | undefined, shapes: ColumnShapes): DriftChange | undefined {
+  const targetShape = shapes.target?.[pair.target]
+  const arrow = pair.target !== pair.source ? ` (→ '${pair.target}')` : ''
+  if (!now) {
+    const fatal = shapes.keys.has(pair.source) || shapes.watermarks.includes(pair.source)
+    return {
+      change: 'removed', column: pair.source, target: pair.target, was: typeLabel(shapes.declared?.[pair.source] ?? targetShape), breaking: true, ...(fatal ? { fatal } : {}),
+      message: `column '${pair.source}'${arrow} removed${fatal ? ` (it is ${shapes.keys.has(pair.source) ? 'a key' : 'the delta watermark'})` : ''}`,
+    }
+  }
+  if (!now.type) return undefined // REST: names only
+  // drift is a change of the source since the imported API: a target narrower than that API
+  // is configuration (shapes.ts, logged once), and a change is breaking only where the
+  // target took the column before and no longer does
+  const baseline = shapes.declared?.[pair.source]
+  const was = baseline ?? targetShape
+  const against = targetShape ? ` (target '${pair.target}' is ${typeLabel(targetShape)})` : ''
+  const entry = (change: DriftKind, breaking: boolean, what: string): DriftChange => ({
+    change, column: pair.source, target: pair.target, was: typeLabel(was), now: typeLabel(now), ...(targetShape ? { targetType: typeLabel(targetShape) } : {}), breaking,
+    message: `column '${pair.source}'${arrow} ${what} ${typeLabel(was)} → ${typeLabel(now)}${against}`,
+  })
+  const typeChanged = was?.type !== undefined && !sameType(was, now)
+  let typeBreaks = targetShape ? !assignable(now, targetShape) : typeChanged
+  if (baseline?.type && targetShape && !assignable(baseline, targetShape) && family(baseline.type) === family(now.type)) typeBreaks = false
+  if (typeChanged || (typeBreaks && !baseline?.type)) return entry('type', typeBreaks, 'changed type')
+  if (family(now.type) === 'string') {
+    const changed = was !== undefined && was.length !== now.length
+    const breaks = targetShape ? !fitsLength(now, targetShape) && !(baseline && !fitsLength(baseline, targetShape)) : false
+    if (changed || (breaks && !baseline)) return entry('length', breaks, 'changed length')
+  } else if (family(now.type) === 'decimal') {
+    const changed = was !== undefined && (was.precision !== now.precision || was.scale !== now.scale)
+    const breaks = targetShape ? !fitsPrecision(now, targetShape) && !(baseline && !fitsPrecision(baseline, targetShape)) : false
+    if (changed || (breaks && !baseline)) return entry('precision', breaks, 'changed precision')
+  }
+  return undefined
+}
+
+/** Columns the live source has that the pipeline neither maps nor knows from its imported API. */
+function addedColumns(live: LiveShape, pairs: Array<{ source: string }>, shapes: ColumnShapes): DriftChange[] {
+  const mapped = new Set(pairs.map(pair => pair.source))
+  const known = shapes.declared ?? shapes.target ?? {}
+  return Object.entries(live.elements)
+    .filter(([column]) => !mapped.has(column) && !(column in known))
+    .map(([column, shape]) => ({ change: 'added', column, ...(shape.type ? { now: typeLabel(shape) } : {}), breaking: false, message: `new column '${column}'${shape.type ? ` (${typeLabel(shape)})` : ''}, not mapped` }))
 }

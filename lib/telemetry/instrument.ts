@@ -34,114 +34,133 @@ interface RunState { span: OtelSpan; context: OtelContext; pipeline: string; att
 interface Instruments { records: OtelCounter; runs: OtelCounter; duration: OtelHistogram }
 
 export function instrument(srv: EventSource, api: OtelApi, options: { version?: string; tenant: () => string | undefined }): void {
-  const runs = new Map<string, RunState>()
-  let tracer: OtelTracer | undefined
-  let instruments: Instruments | undefined
-  // created on first use: the metrics API has no proxy provider, so a meter taken before
-  // @cap-js/telemetry registered its provider would stay a no-op
-  const getTracer = () => (tracer ??= api.trace.getTracer(SCOPE, options.version))
-  const getInstruments = (): Instruments => {
-    if (instruments) return instruments
-    const meter = api.metrics.getMeter(SCOPE, options.version)
-    return (instruments = {
+  const telemetry = new RunTelemetry(api, options)
+  // registered as the engine's own observers where it offers that, so they never count as application hooks
+  const before = (event: string, handler: (req: EventRequest) => void) => { if (srv.observe) srv.observe('before', event, safely(handler)); else srv.before(event, safely(handler)) }
+  const after = (event: string, handler: (result: unknown, req: EventRequest) => void) => { if (srv.observe) srv.observe('after', event, safely(handler)); else srv.after(event, safely(handler)) }
+
+  before(EVENTS.START, req => { telemetry.startRun(req) })
+  before(EVENTS.READ, req => telemetry.startChild(req, 'READ', {}))
+  after(EVENTS.READ, (_, req) => telemetry.endChild(req, 'READ'))
+  before(EVENTS.MAP, req => telemetry.startChild(req, 'MAP', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.sourceRecords) }))
+  after(EVENTS.MAP, (_, req) => telemetry.endChild(req, 'MAP', { 'batch.mapped': len(req.data.targetRecords) }))
+  before(EVENTS.WRITE, req => telemetry.startChild(req, 'WRITE', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.targetRecords) }))
+  after(EVENTS.WRITE, (_, req) => {
+    const statistics = (req.data.statistics ?? {}) as Record<string, unknown>
+    telemetry.endChild(req, 'WRITE', Object.fromEntries(KINDS.map(kind => [`batch.${kind}`, num(statistics[kind])])))
+  })
+  before(EVENTS.DONE, req => telemetry.endRun(req))
+}
+
+/** Never let telemetry break a run. */
+const safely = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => {
+  try {
+    fn(...args)
+  } catch {
+    // telemetry is best effort
+  }
+}
+
+/** The open spans of the runs under way, and the instruments their ends are counted on. */
+class RunTelemetry {
+  private readonly runs = new Map<string, RunState>()
+  private tracer: OtelTracer | undefined
+  private instruments: Instruments | undefined
+
+  constructor(private readonly api: OtelApi, private readonly options: { version?: string; tenant: () => string | undefined }) {}
+
+  private getTracer(): OtelTracer {
+    return (this.tracer ??= this.api.trace.getTracer(SCOPE, this.options.version))
+  }
+
+  /**
+   * Created on first use: the metrics API has no proxy provider, so a meter taken before
+   * @cap-js/telemetry registered its provider would stay a no-op.
+   */
+  private getInstruments(): Instruments {
+    if (this.instruments) return this.instruments
+    const meter = this.api.metrics.getMeter(SCOPE, this.options.version)
+    return (this.instruments = {
       records: meter.createCounter(METRICS.records, { description: 'Records written by pipeline runs, by pipeline and kind (created/updated/deleted/skipped)', unit: '{record}' }),
       runs: meter.createCounter(METRICS.runs, { description: 'Finished pipeline runs, by pipeline and status', unit: '{run}' }),
       duration: meter.createHistogram(METRICS.duration, { description: 'Duration of pipeline runs', unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } }),
     })
   }
 
-  const pipelineOf = (req: EventRequest) => {
-    const path = req.path ?? ''
-    return path.startsWith(`${SERVICE_NAME}.`) ? path.slice(SERVICE_NAME.length + 1) : path
-  }
-  const runIdOf = (req: EventRequest) => String(req.data.runId ?? '')
-  /** Never let telemetry break a run. */
-  const safely = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => {
-    try {
-      fn(...args)
-    } catch {
-      // telemetry is best effort
-    }
-  }
-
-  const startRun = (req: EventRequest, startTime?: Date): RunState => {
+  startRun(req: EventRequest, startTime?: Date): RunState {
     const pipeline = pipelineOf(req)
     const attributes: Attributes = clean({
-      'pipeline': pipeline, 'runId': runIdOf(req), 'mode': str(req.data.mode), 'trigger': str(req.data.trigger), 'tenant': options.tenant(),
+      'pipeline': pipeline, 'runId': runIdOf(req), 'mode': str(req.data.mode), 'trigger': str(req.data.trigger), 'tenant': this.options.tenant(),
     })
-    const parent = api.context.active()
-    const span = getTracer().startSpan(`${SPAN_PREFIX}${pipeline}`, { attributes, ...(startTime ? { startTime } : {}) }, parent)
-    const state: RunState = { span, context: api.trace.setSpan(parent, span), pipeline, attributes, children: new Map() }
-    runs.set(runIdOf(req), state)
+    const parent = this.api.context.active()
+    const span = this.getTracer().startSpan(`${SPAN_PREFIX}${pipeline}`, { attributes, ...(startTime ? { startTime } : {}) }, parent)
+    const state: RunState = { span, context: this.api.trace.setSpan(parent, span), pipeline, attributes, children: new Map() }
+    this.runs.set(runIdOf(req), state)
     return state
   }
 
-  const startChild = (req: EventRequest, phase: string, attributes: Attributes) => {
-    const run = runs.get(runIdOf(req))
+  startChild(req: EventRequest, phase: string, attributes: Attributes): void {
+    const run = this.runs.get(runIdOf(req))
     if (!run) return
-    const span = getTracer().startSpan(`${SPAN_PREFIX}${run.pipeline} ${phase}`, { attributes: clean({ ...run.attributes, phase, ...attributes }) }, run.context)
+    const span = this.getTracer().startSpan(`${SPAN_PREFIX}${run.pipeline} ${phase}`, { attributes: clean({ ...run.attributes, phase, ...attributes }) }, run.context)
     run.children.get(childKey(req, phase))?.end()
     run.children.set(childKey(req, phase), span)
   }
-  const endChild = (req: EventRequest, phase: string, attributes: Attributes = {}) => {
-    const run = runs.get(runIdOf(req))
+
+  endChild(req: EventRequest, phase: string, attributes: Attributes = {}): void {
+    const run = this.runs.get(runIdOf(req))
     const span = run?.children.get(childKey(req, phase))
     if (!run || !span) return
     run.children.delete(childKey(req, phase))
     span.setAttributes(clean(attributes))
-    span.setStatus({ code: api.SpanStatusCode.OK })
+    span.setStatus({ code: this.api.SpanStatusCode.OK })
     span.end()
   }
 
-  // registered as the engine's own observers where it offers that, so they never count as application hooks
-  const before = (event: string, handler: (req: EventRequest) => void) => { if (srv.observe) srv.observe('before', event, handler); else srv.before(event, handler) }
-  const after = (event: string, handler: (result: unknown, req: EventRequest) => void) => { if (srv.observe) srv.observe('after', event, handler); else srv.after(event, handler) }
-
-  before(EVENTS.START, safely(req => { startRun(req) }))
-  before(EVENTS.READ, safely(req => startChild(req, 'READ', {})))
-  after(EVENTS.READ, safely((_, req) => endChild(req, 'READ')))
-  before(EVENTS.MAP, safely(req => startChild(req, 'MAP', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.sourceRecords) })))
-  after(EVENTS.MAP, safely((_, req) => endChild(req, 'MAP', { 'batch.mapped': len(req.data.targetRecords) })))
-  before(EVENTS.WRITE, safely(req => startChild(req, 'WRITE', { 'batch.index': num(req.data.batchIndex), 'batch.records': len(req.data.targetRecords) })))
-  after(EVENTS.WRITE, safely((_, req) => {
-    const statistics = (req.data.statistics ?? {}) as Record<string, unknown>
-    endChild(req, 'WRITE', Object.fromEntries(KINDS.map(kind => [`batch.${kind}`, num(statistics[kind])])))
-  }))
-
-  before(EVENTS.DONE, safely(req => {
+  /** The run's span ends with its status, counts and event log; its counters and duration are recorded. */
+  endRun(req: EventRequest): void {
     const runId = runIdOf(req)
     const data = req.data
     const startTime = parseDate(data.startTime)
-    const run = runs.get(runId) ?? startRun(req, startTime)
-    runs.delete(runId)
+    const run = this.runs.get(runId) ?? this.startRun(req, startTime)
+    this.runs.delete(runId)
     const status = str(data.status) ?? 'completed'
-    const failed = status !== 'completed'
     const error = data.error as { message?: string; code?: string } | undefined
     const statistics = (data.statistics ?? {}) as Record<string, unknown>
     const counts = Object.fromEntries(KINDS.map(kind => [kind, num(statistics[kind]) ?? 0]))
-    // a batch span left open (its MAP or WRITE failed) ends with the run, as failed
-    for (const [, child] of run.children) {
-      if (error?.message) child.recordException({ name: 'PipelineError', message: error.message })
-      child.setStatus({ code: api.SpanStatusCode.ERROR, message: error?.message })
-      child.end()
-    }
-    run.children.clear()
+    this.failOpenChildren(run, error)
     addRunEvents(run.span, data.events)
     run.span.setAttributes(clean({ status, ...counts, error: error?.message, 'error.code': error?.code }))
-    if (failed) {
+    if (status !== 'completed') {
       run.span.recordException({ name: error?.code ?? 'PipelineError', message: error?.message ?? 'pipeline run failed' })
-      run.span.setStatus({ code: api.SpanStatusCode.ERROR, message: error?.message })
-    } else run.span.setStatus({ code: api.SpanStatusCode.OK })
+      run.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error?.message })
+    } else run.span.setStatus({ code: this.api.SpanStatusCode.OK })
     const endTime = parseDate(data.endTime)
     run.span.end(endTime)
 
-    const { records, runs: runCounter, duration } = getInstruments()
+    const { records, runs, duration } = this.getInstruments()
     const tenant = run.attributes.tenant
     for (const kind of KINDS) if (counts[kind]) records.add(counts[kind], clean({ pipeline: run.pipeline, kind, tenant }))
-    runCounter.add(1, clean({ pipeline: run.pipeline, status, mode: str(data.mode), tenant }))
+    runs.add(1, clean({ pipeline: run.pipeline, status, mode: str(data.mode), tenant }))
     if (startTime && endTime) duration.record(Math.max(0, endTime.getTime() - startTime.getTime()) / 1000, clean({ pipeline: run.pipeline, status, tenant }))
-  }))
+  }
+
+  /** A batch span left open (its MAP or WRITE failed) ends with the run, as failed. */
+  private failOpenChildren(run: RunState, error: { message?: string } | undefined): void {
+    for (const [, child] of run.children) {
+      if (error?.message) child.recordException({ name: 'PipelineError', message: error.message })
+      child.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error?.message })
+      child.end()
+    }
+    run.children.clear()
+  }
 }
+
+const pipelineOf = (req: EventRequest) => {
+  const path = req.path ?? ''
+  return path.startsWith(`${SERVICE_NAME}.`) ? path.slice(SERVICE_NAME.length + 1) : path
+}
+const runIdOf = (req: EventRequest) => String(req.data.runId ?? '')
 
 /** The run's event log (lib/runs) as span events `data-pipeline.<kind>` at the time each happened. */
 function addRunEvents(span: OtelSpan, events: unknown): void {

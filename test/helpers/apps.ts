@@ -96,9 +96,10 @@ export interface ProviderControl {
   reset(): Promise<void>
   /**
    * `serial`: `delay` is the time of each request served one after another (a single-threaded provider), not a round trip;
-   * `handshake`: the first request on a new connection waits one `delay` more (a TCP handshake).
+   * `handshake`: the first request on a new connection waits one `delay` more (a TCP handshake);
+   * `match`: a regular expression; requests whose decoded URL matches it fail with `status` (default 500) while it is set.
    */
-  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number; serial?: boolean; handshake?: boolean }): Promise<void>
+  faults(data: { status?: number; count?: number; after?: number; retryAfter?: number; delay?: number; serial?: boolean; handshake?: boolean; match?: string }): Promise<void>
   /**
    * `maxInFlight`: the most counted requests open at once; `times`: arrival (ms) and injected status of the last 200;
    * `connections`: counted requests that came first on a new connection.
@@ -122,7 +123,13 @@ export interface ProviderStats {
 
 export function providerControl(base: string): ProviderControl {
   const post = async (action: string, data: object) => {
-    const response = await fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+    const request = () => fetch(`${base}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+    // a kept-alive connection the provider closed as the request went out ('other side closed',
+    // seen on a busy machine with the provider shared by several files): it never read the request
+    const response = await request().catch(async (error: { cause?: { code?: string } }) => {
+      if (error.cause?.code !== 'UND_ERR_SOCKET') throw error
+      return request()
+    })
     if (!response.ok) throw new Error(`${action}: ${response.status} ${await response.text()}`)
   }
   return {
