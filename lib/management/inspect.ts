@@ -12,7 +12,7 @@ import type { DataRecord } from '../pipeline/types.js'
 import { fieldPolicy } from '../security/hidden.js'
 import { auditConfigured, auditSensitiveRead } from '../security/audit.js'
 import { comparisonProblem } from '../engine/validate.js'
-import { readableRows } from '../security/authorization.js'
+import { readAccess, type ReadAccess } from '../security/authorization.js'
 import { sourceNameOf } from '../adapters/mapping.js'
 
 export { HIDE_ANNOTATION, SENSITIVE_ANNOTATION } from '../security/hidden.js'
@@ -137,6 +137,12 @@ export async function inspectData(prepared: PreparedPipeline, params: InspectPar
   const capability = capabilities(prepared, enabled)[side]
   const entity = entityOf(prepared, side)
   if (capability === 'none') return { columns: [], rows: [], hasMore: false, limitedSupport: false }
+  // read like the app lets this user read (its services' @requires/@restrict): the replica on both
+  // sides (the source holds the replica's data), the source entity too on the source side; 403 before
+  // any row is read, the rows of an instance-based `where` by their keys after
+  const guards = [prepared.target.entityDefinition(), ...(side === 'source' ? [entity] : [])].filter((e): e is CsnEntity => Boolean(e))
+  const access: ReadAccess[] = []
+  for (const guard of guards) access.push(await readAccess(guard))
 
   const view = sideView(prepared, side)
   const visible = view.columns
@@ -156,8 +162,6 @@ export async function inspectData(prepared: PreparedPipeline, params: InspectPar
   const sensitive = [...new Set([...columns, ...fieldsOf(filter)])].filter(name => view.sensitive.has(name))
   const keys = entity ? keyNames(entity).filter(k => !view.hidden.has(k)) : []
   const audited = sensitive.length > 0 && auditConfigured()
-  // the rows the app lets this user read (its services' @requires/@restrict), by their keys
-  const guards = [prepared.target.entityDefinition(), ...(side === 'source' ? [entity] : [])].filter((e): e is CsnEntity => Boolean(e))
   const nameIn = (guard: CsnEntity, key: string) => (side === 'source' && guard !== entity ? sourceNameOf(prepared.mapping, key) : key)
   const guardKeys = guards.flatMap(guard => keyNames(guard).map(k => nameIn(guard, k)))
   const queried = columns.length ? [...new Set([...columns, ...keys, ...guardKeys])].filter(permittedOrKey) : columns
@@ -166,7 +170,7 @@ export async function inspectData(prepared: PreparedPipeline, params: InspectPar
   }
   const adapter = side === 'source' ? prepared.source : prepared.target
   const result = await adapter.preview!({ columns: queried, filter, top, skip })
-  for (const guard of guards) result.rows = await readableRows(guard, result.rows, (row, key) => row[nameIn(guard, key)])
+  for (const [i, guard] of guards.entries()) result.rows = await access[i].readable(result.rows, (row, key) => row[nameIn(guard, key)])
   const shown = (k: string) => !view.hidden.has(k) && !k.startsWith('@') && (!allowed || allowed.has(k)) && (!columns.length || columns.includes(k))
   if (audited) auditSensitiveRead({ type: entity?.name ?? prepared.pipeline.name, ids: result.rows.map(row => Object.fromEntries(keys.map(k => [k, row[k] ?? null]))), attributes: sensitive })
   const rows = result.rows.map(row => Object.fromEntries(Object.entries(row).filter(([k]) => shown(k))))

@@ -110,3 +110,58 @@ describe('audit: every read of sensitive data through the plugin', () => {
     expect(output).toMatch(/name: 'author'/)
   })
 })
+
+describe('issue 37: a replica restricted on itself', () => {
+  // @federation.replicate with @restrict (its source also served openly by the @federation.delegate LiveAuthors), with
+  // @requires (two keys), CAP's @federated with an instance-based where — all entities of HRService (srv/hr.cds) — and a
+  // replica in db/ that no service serves (sec.Vault); before, their targets showed every row to anyone with
+  // PipelineAdmin, and the sources of Staff (through LiveAuthors) and Vault the remote rows
+  const REPLICAS = { restrict: 'HRService.Staff', requires: 'HRService.Payroll', federated: 'HRService.Desk', unserved: 'sec.Vault' }
+  const inspectOf = (pipeline: string, side: string, user: string) =>
+    http.GET(`/pipeline/Pipelines('${pipeline}')/DataPipelineManagementService.inspectData(${fnArgs({ side, columnsJson: '[]', filters: '[]', top: 50, skip: 0 })})`, as(user))
+  const control = (action: string, data: object) => fetch(`${provider.url}/odata/v4/control/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) })
+
+  beforeAll(async () => {
+    for (const [action, data] of [['seedAuthors', { count: 3, works: 2 }], ['seedItems', { count: 3, modifiedAt: '2026-01-01T00:00:00.000Z' }], ['seedBench', { count: 4, modifiedAt: '2026-01-01T00:00:00.000Z' }]] as const)
+      expect((await control(action, data)).ok, action).toBe(true)
+    for (const name of Object.values(REPLICAS)) {
+      const run = await http.POST('/pipeline/execute', { name }, as('admin'))
+      expect(run.status, `${name}: ${JSON.stringify(run.data)}`).toBe(200)
+      expect(run.data.statistics.created, name).toBeGreaterThan(0)
+    }
+  })
+
+  test('CAP answers a PipelineAdmin without hr 403 on the served replicas, and hr their rows; the delegated LiveAuthors are open', async () => {
+    for (const entity of ['Staff', 'Payroll', 'Desk']) {
+      expect((await http.GET(`/odata/v4/hr/${entity}`, as('admin'))).status, entity).toBe(403)
+      expect((await http.GET(`/odata/v4/hr/${entity}`, as('hradmin'))).status, entity).toBe(200)
+    }
+    const live = await http.GET('/odata/v4/hr/LiveAuthors?$select=ID', as('admin'))
+    expect(live.status).toBe(200)
+    expect(live.data.value.map((r: { ID: number }) => r.ID)).toEqual([1, 2, 3])
+  })
+
+  test('a PipelineAdmin without hr gets 403 naming the replica on both sides, without any row', async () => {
+    for (const user of ['admin', 'outsider']) for (const [form, name] of Object.entries(REPLICAS)) for (const side of ['target', 'source']) {
+      const res = await inspectOf(name, side, user)
+      expect(res.status, `${form} ${side} as ${user}: ${JSON.stringify(res.data)}`).toBe(403)
+      expect(res.data.error.message, `${form} ${side}`).toContain(name)
+      expect(JSON.stringify(res.data), `${form} ${side}`).not.toMatch(/Author 1|Work 1|Item 1|SELECT/)
+    }
+  })
+
+  test('a PipelineAdmin with hr gets the rows on both sides; the where of @restrict narrows both to what CAP answers', async () => {
+    const ids = async (name: string, side: string) => result(await inspectOf(name, side, 'hradmin')).rows.map(r => r.ID)
+    for (const side of ['target', 'source']) {
+      expect(await ids(REPLICAS.restrict, side), side).toEqual([1, 2, 3])
+      expect(result(await inspectOf(REPLICAS.requires, side, 'hradmin')).rows.map(r => `${r.author_ID}.${r.number}`), side).toEqual(['1.1', '1.2', '2.1', '2.2', '3.1', '3.2'])
+      expect(await ids(REPLICAS.unserved, side), side).toEqual([1, 2, 3])
+    }
+    const own = (await http.GET('/odata/v4/hr/Desk?$select=ID,category', as('hradmin'))).data.value as Array<{ ID: string; category: string }>
+    expect(own.map(r => r.category)).toEqual(['category-2'])
+    for (const side of ['target', 'source']) {
+      const rows = result(await inspectOf(REPLICAS.federated, side, 'hradmin')).rows
+      expect(rows.map(r => [r.ID, r.category]), side).toEqual(own.map(r => [r.ID, r.category]))
+    }
+  })
+})
