@@ -26,7 +26,7 @@ import { assertTenantMayOverride, tenancySettings } from '../lib/tenancy/setting
 import { contextTenant } from '../lib/engine/tenancy.js'
 import { withCorrelation } from '../lib/security/redact.js'
 import { invalidTenantId } from '../lib/security/tenant-id.js'
-import { PROVIDER_HINT, fanOutAnswer, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
+import { PROVIDER_HINT, PROVIDER_OPERATIONS, fanOutAnswer, providerRefusal, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
 import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 
 const LOG = cds.log(LOGGER.engine)
@@ -39,6 +39,19 @@ interface OperationRequest {
 }
 
 type Operation = (req: OperationRequest, engine: DataPipelineService) => Promise<unknown>
+
+/** A request as the provider's guards see it: the event, the entity it reads or is bound to, the query. */
+interface ProviderRequest extends OperationRequest {
+  event: string
+  target?: { name?: string; actions?: Record<string, unknown>; '@cds.persistence.skip'?: boolean }
+  query?: { SELECT?: { one?: boolean } }
+  info(message: string): void
+}
+
+/** Whether the request calls a function or action of the service (bound or unbound), not a CRUD event. */
+function isOperation(srv: { actions?: Record<string, unknown> }, req: ProviderRequest): boolean {
+  return Object.hasOwn(srv.actions ?? {}, req.event) || Object.hasOwn(req.target?.actions ?? {}, req.event)
+}
 
 interface ManagementSettings {
   inspect?: boolean
@@ -91,10 +104,24 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const tenant = contextTenant()
       if (tenant && invalidTenantId(tenant)) return req.reject(400, `tenant: ${JSON.stringify(tenant.slice(0, 40))} is not a valid tenant id: ${invalidTenantId(tenant)}`, 'tenant')
     })
-    // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every tenant's
-    ;(this as unknown as { on(event: string, entities: string[], handler: (req: OperationRequest & { info(message: string): void }, next: () => unknown) => unknown): void })
-      .on('READ', ['Pipelines', 'PipelineRuns', 'PipelineRunEvents', 'PipelineRejects', 'PipelineEventStats'], (req, next) => {
-        if (!providerWithoutTenant()) return next()
+    // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every
+    // tenant's (issue 37). Every persisted entity reads empty with the hint (one row: 404 with it); an
+    // operation answers only when it has an answer of its own (PROVIDER_OPERATIONS), else 404 with the hint
+    ;(this as unknown as { before(event: string, handler: (req: ProviderRequest) => unknown): void }).before('*', req => {
+      if (!providerWithoutTenant() || !isOperation(this as { actions?: Record<string, unknown> }, req)) return
+      const answer = PROVIDER_OPERATIONS[req.event]
+      if (answer === 'hint') req.info(PROVIDER_HINT)
+      if (answer) return
+      const error = providerRefusal(req.event)
+      return req.reject({ status: error.status, code: error.code, message: error.message })
+    })
+    ;(this as unknown as { on(event: string, entities: string, handler: (req: ProviderRequest, next: () => unknown) => unknown): void })
+      .on('READ', '*', (req, next) => {
+        if (!providerWithoutTenant() || req.target?.['@cds.persistence.skip']) return next()
+        if (req.query?.SELECT?.one) {
+          const error = providerRefusal(`${req.target?.name?.split('.').pop() ?? 'READ'}: one row`)
+          return req.reject({ status: error.status, code: error.code, message: error.message })
+        }
         req.info(PROVIDER_HINT)
         return []
       })
@@ -110,6 +137,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('start', async (req, engine) => {
       const mode = optionalEnum(req.data.mode, REPLICATION_MODES, 'mode', "only unbound execute accepts 'partial-refresh'")
       const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
+      // the provider's start fans out over the tenants; without fan-out it has no tenant to run for
+      if (providerWithoutTenant() && !tenancySettings().fanOutScheduledRuns) throw providerRefusal('start')
       return this.startRun(req, engine, pipelineName(req), { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
     })
     unbound('execute', async (req, engine) => {
@@ -121,6 +150,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const own = contextTenant()
       if (own && tenant && tenant !== own) throw new PipelineError('FORBIDDEN', `tenant: '${tenant}' is not your tenant; you may run pipelines of tenant '${own}' only`, { target: 'tenant' })
       if (own && tenancySettings().active) tenant = own
+      if (!tenant && providerWithoutTenant() && !tenancySettings().fanOutScheduledRuns)
+        throw new PipelineError('INVALID_PARAMETER', `tenant: name the tenant to run for (multitenancy.fanOutScheduledRuns is off: the provider's execute does not run for every tenant). ${PROVIDER_HINT}`, { target: 'tenant' })
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
     // a failed run again: same pipeline and mode (lib/management/retry-run.ts)

@@ -231,8 +231,18 @@ export class PipelineRun {
     const softDeletes = SoftDeletes.of(this.prepared)
 
     const body = async () => {
-      if (request.mode === 'full') this.statistics.deleted += await this.recorder.during('target', () => target.truncate(context))
-      if (request.mode === 'partial-refresh') this.statistics.deleted += await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
+      // the rows deleted up front are an event of their own (a refresh counted by key reports 0 here and its deletes at the end)
+      const clearStart = performance.now()
+      if (request.mode === 'full') {
+        const deleted = await this.recorder.during('target', () => target.truncate(context))
+        this.statistics.deleted += deleted
+        this.recorder.cleared('full refresh', deleted, clearStart)
+      }
+      if (request.mode === 'partial-refresh') {
+        const deleted = await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
+        this.statistics.deleted += deleted
+        this.recorder.cleared('partial refresh', deleted, clearStart)
+      }
       let batchIndex = 0
       for await (const batch of prefetch(records)) {
         if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
@@ -285,8 +295,13 @@ export class PipelineRun {
       if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
       // a full refresh counts by key against the rows before it, not its truncate and rewrite
       if (request.mode === 'full' && atomic) {
+        const reconcileStart = performance.now()
         const counts = await target.reconcileRefresh?.(context)
-        if (counts) Object.assign(this.statistics, counts)
+        if (counts) {
+          // the batches counted by key as well: normally only the rows gone from the source remain to report
+          this.recorder.refreshReconciled(this.statistics, counts, reconcileStart)
+          Object.assign(this.statistics, counts)
+        }
       }
     }
     await this.rejects?.start()

@@ -38,6 +38,7 @@ export interface PipelineRow {
   statistics_created: number | null
   statistics_updated: number | null
   statistics_deleted: number | null
+  statistics_unchanged?: number | null
   statistics_skipped?: number | null
   leaseOwner: string | null
   leaseUntil: string | null
@@ -194,7 +195,7 @@ export class Tracker {
       const startTime = run ? new Date(Math.max(Date.now(), Date.parse(run.startTime))).toISOString() : null
       if (run) await this.insertRun(tx, {
         ID: runId, pipeline_name: name, status: 'running', trigger: run.trigger, mode: run.mode, startTime,
-        statistics_created: 0, statistics_updated: 0, statistics_deleted: 0, processed: 0,
+        statistics_created: 0, statistics_updated: 0, statistics_deleted: 0, statistics_unchanged: 0, processed: 0,
       })
       const row = staleRun ? ((await tx.run(ql.SELECT.one.from(PIPELINES_ENTITY).where({ name }))) as PipelineRow) : { ...before, ...lease }
       return { row, staleRun, startTime }
@@ -228,11 +229,11 @@ export class Tracker {
       .set({ status: 'failed', failedAt: 'guard', endTime: new Date().toISOString(), error: JSON.stringify({ code: 'LEASE_EXPIRED', message }) })
       .where({ ID: runId, status: 'running' }))
     // its committed batches are real writes: they count in the cumulative statistics
-    const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted', 'statistics_skipped').where({ ID: runId }))) as
-      Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted' | 'statistics_skipped'> | undefined
+    const stale = (await tx.run(ql.SELECT.one.from(RUNS_ENTITY).columns('statistics_created', 'statistics_updated', 'statistics_deleted', 'statistics_unchanged', 'statistics_skipped').where({ ID: runId }))) as
+      Pick<PipelineRow, 'statistics_created' | 'statistics_updated' | 'statistics_deleted' | 'statistics_unchanged' | 'statistics_skipped'> | undefined
     await tx.run(ql.UPDATE.entity(PIPELINES_ENTITY).set({
       errorCount: { '+=': 1 }, lastError: truncateText(message),
-      ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0, skipped: stale?.statistics_skipped ?? 0 }),
+      ...cumulative({ created: stale?.statistics_created ?? 0, updated: stale?.statistics_updated ?? 0, deleted: stale?.statistics_deleted ?? 0, unchanged: stale?.statistics_unchanged ?? 0, skipped: stale?.statistics_skipped ?? 0 }),
     }).where({ name }))
   }
 

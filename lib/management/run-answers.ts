@@ -36,7 +36,7 @@ export function publicRow(row: PipelineRow): Record<string, unknown> {
 export function withLiveCounts(rows: unknown): void {
   for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>) {
     const live = row && typeof row.ID === 'string' ? liveStatistics.get(row.ID) : undefined
-    if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_deleted: live.deleted, ...(live.skipped === undefined ? {} : { statistics_skipped: live.skipped }) }, 'statistics' in row ? { statistics: { ...live } } : {})
+    if (live && row.status === 'running') Object.assign(row, { statistics_created: live.created, statistics_updated: live.updated, statistics_unchanged: live.unchanged ?? 0, statistics_deleted: live.deleted, ...(live.skipped === undefined ? {} : { statistics_skipped: live.skipped }) }, 'statistics' in row ? { statistics: { ...live } } : {})
     const progress = row && row.status === 'running' && typeof row.ID === 'string' ? liveProgress.get(row.ID) : undefined
     if (progress) for (const [key, value] of Object.entries(progress)) if (key in row) row[key] = value
   }

@@ -47,6 +47,33 @@ export function providerWithoutTenant(): boolean {
   return tenancy().settings().active && !contextTenant()
 }
 
+/**
+ * What the provider (no tenant) gets of an operation of `/pipeline/` (issue 37): `answer` — it has
+ * an answer of its own (its permissions, every tenant's pipelines, a schedule preview, a fan-out
+ * `execute`/`start`); `hint` — the answer comes from the configuration all tenants share, without
+ * any tenant's runs or state, so it carries PROVIDER_HINT as an info message. Any other operation
+ * (also one added later) needs a tenant's pipeline and is refused: `providerRefusal`.
+ */
+export const PROVIDER_OPERATIONS: Readonly<Record<string, 'answer' | 'hint'>> = {
+  permissions: 'answer', tenantsOverview: 'answer', previewSchedule: 'answer', execute: 'answer', start: 'answer',
+  configView: 'hint', inspectCapabilities: 'hint', flowMetadata: 'hint', landscapeMetadata: 'hint',
+}
+
+/** Operations that change settings: as the provider they would change the shared configuration, which is not stored in multitenant mode. */
+const SETTING_OPERATIONS = new Set(['setSchedule', 'clearSchedule', 'setOverrides', 'clearOverrides', 'setEnabled', 'validateOverrides'])
+
+/**
+ * The provider's answer to an operation or a single row that needs a tenant's pipelines or runs:
+ * 404 (the provider's Pipelines and PipelineRuns are empty, so no pipeline or run is found),
+ * `TENANT_REQUIRED`, the message naming what was asked and carrying PROVIDER_HINT.
+ */
+export function providerRefusal(what: string): PipelineError {
+  const settings = SETTING_OPERATIONS.has(what)
+    ? ' Settings all tenants share are set in code and multitenancy.tenants (the provider\'s overrides are not stored in multitenant mode); a tenant\'s admin sets its own tenant\'s.'
+    : ''
+  return new PipelineError('TENANT_REQUIRED', `${what}: needs a tenant. ${PROVIDER_HINT}${settings}`)
+}
+
 /** Every subscribed tenant's pipelines: status, freshness, last run and last error. Provider only. */
 export async function tenantsOverview(registry: PipelineRegistry): Promise<TenantPipelineRow[]> {
   const own = contextTenant()

@@ -7,6 +7,7 @@ export type PipelineErrorCode =
   | 'INVALID_CONFIG'
   | 'UNKNOWN_PIPELINE'
   | 'UNKNOWN_TENANT'
+  | 'TENANT_REQUIRED'
   | 'PIPELINE_RUNNING'
   | 'TRACKER_MISSING'
   | 'SOURCE_FAILED'
@@ -23,6 +24,8 @@ const STATUS: Record<PipelineErrorCode, number> = {
   INVALID_PARAMETER: 400,
   UNKNOWN_PIPELINE: 404,
   UNKNOWN_TENANT: 404,
+  // multitenancy: the provider (no tenant) has no pipelines or runs of its own (issue 37)
+  TENANT_REQUIRED: 404,
   PIPELINE_RUNNING: 409,
   NOT_SUPPORTED: 400,
   TRACKER_MISSING: 500,

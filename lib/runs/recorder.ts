@@ -64,6 +64,34 @@ export class RunRecorder {
     this.event('batch', { phase: 'target', attempt: index, rows, durationMs: elapsed(since), details })
   }
 
+  /**
+   * Rows a full or partial refresh deleted before writing (its target emptied, or its slice) where
+   * no count by key follows: a `sweep` event, so the events add up to the run's counts.
+   */
+  cleared(what: 'full refresh' | 'partial refresh', deleted: number, since: number): void {
+    if (!deleted) return
+    this.event('sweep', { phase: 'target', rows: deleted, durationMs: elapsed(since), message: `${what}: deleted ${deleted} rows before writing the source's rows again`, details: { deleted } })
+  }
+
+  /**
+   * A full refresh counted by key at its end (`reconciled`) after its batches reported `batches`:
+   * the rows gone from the source, and any figure the batches could not count by key (a key
+   * written twice, a key type bound differently), as one `sweep` event carrying the difference —
+   * the batches and it add up to the run's counts. Nothing when there is no difference.
+   */
+  refreshReconciled(batches: Counts, reconciled: Counts, since: number): void {
+    const details: Record<string, number> = {}
+    for (const key of ['created', 'updated', 'unchanged', 'deleted'] as const) {
+      const delta = (reconciled[key] ?? 0) - (batches[key] ?? 0)
+      if (delta) details[key] = delta
+    }
+    if (!Object.keys(details).length) return
+    const { deleted = 0, ...corrected } = details
+    const parts = [`full refresh counted by key: ${reconciled.deleted} rows gone from the source deleted`]
+    if (Object.keys(corrected).length) parts.push(`batch figures corrected by ${Object.entries(corrected).map(([key, delta]) => `${key} ${delta > 0 ? '+' : ''}${delta}`).join(', ')}`)
+    this.event('sweep', { phase: 'target', rows: deleted, durationMs: elapsed(since), message: parts.join('; '), details })
+  }
+
   /** The run failed: where, recorded as its first error event; returns the phase. */
   failed(error: unknown, shown: { code?: string; status?: number; message: string }): RunPhase {
     const phase = this.failedAt(error)

@@ -6,6 +6,8 @@
  * - `#/pipelines/orders/runs/<ID>`: header, a timeline with one bar per page read and write batch
  *   (one tab stop, arrow keys), the event log with filters; polled while the run is active; the URL
  *   survives a reload;
+ * - a full run over rows already replicated: its unchanged rows on the run page, in the runs list and
+ *   the pipeline's runs tab, and its batch events counting them as the run does (issue 37);
  * - a failed run: a banner naming where it failed with the first error event's message, "Show
  *   events" filtering the log to the error, Retry (operators only) starting a new run and opening
  *   its page; the pipeline detail shows the same banner with a link to the run page.
@@ -207,6 +209,34 @@ describe('console: the run page', () => {
     expect(matching).toBeGreaterThanOrEqual(1)
     await waitUntil(async () => (await logRows(page).count()) < events.length && (await logRows(page).count()) >= matching, 'the rows matching the text')
     expect(await textOf(page, 'eventCount')).toMatch(new RegExp(`of ${events.length} events`))
+  })
+
+  test('a full run over orders already replicated: the run page and the runs list show its unchanged rows; its batch events add up to them', async () => {
+    await runOrders() // every order replicated (an earlier run may have been cut short)
+    const runId = await runOrders()
+    const run = await runOf(runId)
+    // 2,000 orders read again, none of them changed (issue 37: the page said "0 created, 0 updated, 0 deleted")
+    expect(run).toMatchObject({ status: 'idle', statistics_created: 0, statistics_updated: 0, statistics_unchanged: 2000, statistics_deleted: 0 })
+    // the batches count as the run does: 8 batches of 250 unchanged orders, not "created 250"
+    const events = (await api(`/pipeline/PipelineRuns(${runId})/events?$orderby=seq&$select=kind,details`)).data.value as Array<{ kind: string; details: string | null }>
+    const batches = events.filter(e => e.kind === 'batch').map(e => JSON.parse(e.details ?? '{}'))
+    expect(batches).toEqual(Array.from({ length: PAGES }, () => ({ unchanged: BATCH })))
+    expect(events.some(e => e.kind === 'sweep')).toBe(false)
+
+    const page = await signIn('alice')
+    await openRun(page, runId)
+    await waitUntil(async () => (await textOf(page, 'runRecords')).includes('unchanged'), 'the run\'s counts')
+    expect(await textOf(page, 'runRecords')).toMatch(/^0 created, 0 updated, 2,?000 unchanged, 0 deleted$/)
+    // the runs list
+    await page.goto(`${base}/pipeline-console/#/runs?pipeline=orders`)
+    const row = page.locator(`${byId('allRunsTable')} tr.sapMLIB`, { hasText: /2,?000 unchanged/ })
+    await waitUntil(async () => (await row.count()) > 0, 'the run in the runs list with its unchanged rows')
+    expect((await row.first().innerText()).replace(/\s+/g, ' ')).toMatch(/0 created, 0 updated, 2,?000 unchanged, 0 deleted/)
+    // the pipeline's runs tab
+    await page.goto(`${base}/pipeline-console/#/pipelines/orders/runs`)
+    const recent = page.locator(`${byId('runsTable')} tr.sapMLIB`, { hasText: /2,?000 unchanged/ })
+    await waitUntil(async () => (await recent.count()) > 0, 'the run in the pipeline\'s runs tab with its unchanged rows')
+    expect(problems).toEqual([])
   })
 
   test('a run failing at the source: banner with the phase and the first error, Show events, Retry opens the new run', async () => {

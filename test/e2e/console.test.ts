@@ -273,7 +273,7 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     expect(first).toContain(latest.trigger)
     expect(first).toContain(latest.mode)
     const n = (value: number) => value.toLocaleString('en-US') // the console formats Edm.Int32 with grouping
-    expect(first).toContain(`${n(latest.statistics_created)} created, ${n(latest.statistics_updated)} updated, ${n(latest.statistics_deleted)} deleted`)
+    expect(first).toContain(`${n(latest.statistics_created)} created, ${n(latest.statistics_updated)} updated, ${n(latest.statistics_unchanged)} unchanged, ${n(latest.statistics_deleted)} deleted`)
     expect(latest.statistics_created).toBeGreaterThan(0)
     const count = (await api(`/pipeline/PipelineRuns?$filter=pipeline_name eq 'orders'&$count=true&$top=0`)).data['@odata.count']
     expect(await rows.count()).toBe(Math.min(count, 20))
@@ -281,7 +281,9 @@ describe('pipeline console in headless Chromium (demo app)', () => {
     const ms = Date.parse(latest.endTime) - Date.parse(latest.startTime)
     const moved = latest.statistics_created + latest.statistics_updated + latest.statistics_deleted
     expect((await rows.first().locator('.pcDuration').innerText()).trim()).toMatch(/^\d+(\.\d)? s$|^\d+ ms$|^\d+ min( \d+ s)?$/)
-    expect((await rows.first().locator('.pcRate').innerText()).trim()).toBe(n(Math.round(moved / Math.max(ms / 1000, 0.001) * 10) / 10))
+    // the rate counts every row the run counted, unchanged ones too
+    const counted = moved + latest.statistics_unchanged
+    expect((await rows.first().locator('.pcRate').innerText()).trim()).toBe(n(Math.round(counted / Math.max(ms / 1000, 0.001) * 10) / 10))
     // the history chart: one bar per run (newest on the right), failed runs red
     const bars = page.locator(`${byId('historyChart')} g.pcRun`)
     await waitUntil(async () => (await bars.count()) === Math.min(count, 20), 'one bar per run')

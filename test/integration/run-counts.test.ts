@@ -4,7 +4,9 @@
  * deleted (gone from the source) — for full refreshes and delta runs, on the fast write path
  * (prepared statements, plain table) and CAP's path (a view), on SQLite and (project `postgres`)
  * PostgreSQL. The run's outcome, its PipelineRuns row and the pipeline's cumulative statistics
- * all carry them.
+ * all carry them, and a run's events count the same way (issue 37): each write batch reports its
+ * rows by key as the run does, and the batches with the `sweep` event (rows gone from the source)
+ * add up to the run's counts.
  */
 import cds from '@sap/cds'
 import path from 'node:path'
@@ -46,6 +48,18 @@ async function run(name: string, mode: 'full' | 'delta'): Promise<Row> {
   return statistics
 }
 
+const COUNTS = ['created', 'updated', 'unchanged', 'deleted'] as const
+
+/** A run's stored counts and the sum of what its batch and sweep events report, per count. */
+async function countsAndEvents(runId: string): Promise<{ run: Record<string, number>; events: Record<string, number>; batches: Row[] }> {
+  const stored = await db().run(ql.SELECT.one.from('plugin.data_pipeline.PipelineRuns').columns(...COUNTS.map(c => `statistics_${c}`)).where({ ID: runId }))
+  const events = (await db().run(ql.SELECT.from('plugin.data_pipeline.PipelineRunEvents').columns('kind', 'rows', 'details').where({ run_ID: runId }).orderBy('seq'))) as Row[]
+  const sum = Object.fromEntries(COUNTS.map(c => [c, 0]))
+  for (const event of events.filter(e => e.kind === 'batch' || e.kind === 'sweep'))
+    for (const [key, value] of Object.entries(JSON.parse(String(event.details ?? '{}')) as Record<string, number>)) if (key in sum) sum[key] += value
+  return { run: Object.fromEntries(COUNTS.map(c => [c, Number(stored[`statistics_${c}`] ?? 0)])), events: sum, batches: events.filter(e => e.kind === 'batch') }
+}
+
 const titles = async () => ((await db().run(ql.SELECT.from('fastwrite.ViaFast').columns('ID', 'title').orderBy('ID'))) as Row[]).map(r => `${String(r.ID).slice(-1)}:${r.title}`)
 
 describe.each([
@@ -76,6 +90,40 @@ describe.each([
     expect(pipeline).toEqual({ statistics_created: 4, statistics_updated: 1, statistics_unchanged: 4, statistics_deleted: 1 })
   })
 
+  test('a full refresh of already-replicated rows in 15 batches: each batch reports its 200 rows unchanged, the events add up to the run', async () => {
+    const name = `counts-batches-${slug}`
+    const N = 3000
+    const key = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`
+    await source(Array.from({ length: N }, (_, i) => ({ ID: key(i), title: `t${i}`, qty: i })))
+    await engine.addPipeline({ name, source: { entity: 'fastwrite.Source', batchSize: 200 }, target: { entity }, mode: 'full' } as never)
+
+    const runOf = async () => (await engine.execute(name, { mode: 'full' }) as unknown as { runId: string; done: Promise<unknown> })
+    const first = await runOf()
+    await first.done
+    expect(await countsAndEvents(first.runId)).toMatchObject({ run: { created: N, updated: 0, unchanged: 0, deleted: 0 }, events: { created: N, updated: 0, unchanged: 0, deleted: 0 } })
+
+    // the same rows again: the run row says N unchanged, and so does every batch (not "created 200")
+    const again = await runOf()
+    await again.done
+    const unchanged = await countsAndEvents(again.runId)
+    expect(unchanged.run).toEqual({ created: 0, updated: 0, unchanged: N, deleted: 0 })
+    expect(unchanged.batches).toHaveLength(N / 200)
+    for (const batch of unchanged.batches) expect(JSON.parse(String(batch.details))).toEqual({ unchanged: 200 })
+    expect(unchanged.events).toEqual(unchanged.run)
+
+    // 5 changed, 7 gone from the source, 3 new: the batches count created/updated/unchanged, the sweep event the deleted
+    await db().tx(async () => {
+      for (let i = 0; i < 5; i++) await db().run(ql.UPDATE('fastwrite.Source').set({ title: `changed ${i}` }).where({ ID: key(i * 400) }))
+      for (let i = 0; i < 7; i++) await db().run(ql.DELETE.from('fastwrite.Source').where({ ID: key(i * 300 + 1) }))
+      await db().run(ql.INSERT.into('fastwrite.Source').entries([0, 1, 2].map(i => ({ ID: key(N + i), title: `new ${i}`, qty: i }))))
+    })
+    const mixed = await runOf()
+    await mixed.done
+    const counts = await countsAndEvents(mixed.runId)
+    expect(counts.run).toEqual({ created: 3, updated: 5, unchanged: N - 5 - 7, deleted: 7 })
+    expect(counts.events).toEqual(counts.run)
+  })
+
   test('delta: re-read identical rows count unchanged, a changed row updated, a new row created, a swept row deleted', async () => {
     const name = `counts-delta-${slug}`
     // stamps of now: the newest is not settled, so each later run re-reads it (README "Watermarks")
@@ -95,4 +143,28 @@ describe.each([
     expect(await run(name, 'delta')).toEqual({ created: 1, updated: 1, unchanged: 1, deleted: 1 })
     expect(await titles()).toEqual(['1:t1 changed', '3:t3', '4:t4'])
   })
+})
+
+test('a full refresh into a composite key counts each batch by key against the rows before it (adapter level)', async () => {
+  const name = 'counts-composite'
+  await engine.addPipeline({ name, source: { entity: 'fastwrite.Source' }, target: { entity: 'fastwrite.Composite' }, mode: 'full' } as never)
+  const target = (await engine.registry.prepare(name)).target as DatabaseTargetAdapter
+  const rows = (from: number, to: number, title = (i: number) => `t${i}`) => Array.from({ length: to - from }, (_, n) => ({ code: `c${(from + n) % 3}`, line: from + n, title: title(from + n) }))
+  await db().tx(async () => {
+    await db().run(ql.DELETE.from('fastwrite.Composite'))
+    await db().run(ql.INSERT.into('fastwrite.Composite').entries(rows(0, 10)))
+  })
+  const context = { runId: 'composite-run', mode: 'full', batchIndex: 0, atomic: true } as never
+  const result = await db().tx(async () => {
+    const truncated = await target.truncate(context)
+    // rows 0–9 before; rows 2–14 written, 4 and 7 with a new title
+    const batches = [
+      await target.writeBatch(rows(2, 7, i => i === 4 ? 'changed' : `t${i}`), context),
+      await target.writeBatch(rows(7, 15, i => i === 7 ? 'changed' : `t${i}`), context),
+    ]
+    return { truncated, batches, total: await target.reconcileRefresh(context) }
+  })
+  expect(result.truncated).toBe(0) // counted by key at the end
+  expect(result.batches).toEqual([{ created: 0, updated: 1, unchanged: 4, deleted: 0 }, { created: 5, updated: 1, unchanged: 2, deleted: 0 }])
+  expect(result.total).toEqual({ created: 5, updated: 2, unchanged: 6, deleted: 2 })
 })

@@ -78,19 +78,20 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
   async writeBatch(records: DataRecord[], context: WriteContext): Promise<WriteStatistics> {
     const rows = uniqueByKey(records, this.keys)
     if (!rows.length) return { created: 0, updated: 0, deleted: 0 }
-    if (this.snapshot?.runId === context.runId) for (const column in rows[0]) this.snapshot.written.add(column)
+    // a full refresh with a copy of the rows before counts each batch by key against it, as the run does at its end
+    const refresh = this.snapshot?.runId === context.runId ? this.snapshot : undefined
+    if (refresh) for (const column in rows[0]) refresh.written.add(column)
     const writer = this.writePath.writer
     if (this.onlyNewKeys(rows, context)) {
       const prepared = writer?.columnsOf(rows)
-      if (prepared) {
-        await this.native(tx => writer!.insert(tx, prepared, rows))
-        return { created: rows.length, updated: 0, deleted: 0 }
+      if (prepared) await this.native(tx => writer!.insert(tx, prepared, rows))
+      else {
+        const columns = this.flatColumns(rows)
+        await this.db!.run(columns
+          ? ql.INSERT.into(this.entity!.name).columns(...columns).rows(rows.map(row => columns.map(c => row[c])))
+          : ql.INSERT.into(this.entity!.name).entries(rows))
       }
-      const columns = this.flatColumns(rows)
-      await this.db!.run(columns
-        ? ql.INSERT.into(this.entity!.name).columns(...columns).rows(rows.map(row => columns.map(c => row[c])))
-        : ql.INSERT.into(this.entity!.name).entries(rows))
-      return { created: rows.length, updated: 0, deleted: 0 }
+      return (refresh && await this.refreshCounts(refresh, rows)) || { created: rows.length, updated: 0, deleted: 0 }
     }
     // honest counts: a new key is created, an existing row is updated only if a value differs;
     // unchanged rows (e.g. re-read at the watermark) are neither written nor counted
@@ -104,7 +105,21 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const prepared = changed.length ? writer?.columnsOf(changed) : undefined
     if (prepared) await this.native(tx => writer!.upsert(tx, prepared, changed))
     else if (changed.length) await this.db!.run(ql.UPSERT.into(this.entity!.name).entries(changed))
-    return { created, updated: changed.length - created, deleted: 0, unchanged: rows.length - changed.length }
+    // a refresh: the target held only this run's rows, so a key found there was counted by the batch that wrote it first
+    const counted = refresh && await this.refreshCounts(refresh, rows.filter(row => !existing.has(this.keyOf(row))))
+    return counted || { created, updated: changed.length - created, deleted: 0, unchanged: rows.length - changed.length }
+  }
+
+  /** A refresh's batch counted by key against the rows before it (refresh-counts.ts); undefined: its writes' counts stand. */
+  private async refreshCounts(refresh: NonNullable<DatabaseTargetAdapter['snapshot']>, firstWritten: DataRecord[]): Promise<WriteStatistics | undefined> {
+    const counts = await refresh.rows.batchCounts(firstWritten, this.comparedColumns(refresh.written))
+    return counts && { ...counts, deleted: 0 }
+  }
+
+  /** The written columns a refresh compares: stored ones (no virtual, association or calculated element). */
+  private comparedColumns(written: Set<string>): string[] {
+    const elements = this.entity!.elements as Record<string, CsnElement>
+    return [...written].filter(c => elements[c] && !elements[c].virtual && !isAssociation(elements[c]) && elements[c].value === undefined)
   }
 
   /**
@@ -149,7 +164,8 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     }
     const deleted = await this.deleteWhere(ownedRows(this.pipeline))
     this.refill = { runId: context.runId, written: new WrittenKeys(compareKeys) }
-    return deleted
+    // with a copy, the rows gone from the source are counted by key at the end (reconcileRefresh), not here
+    return this.snapshot ? 0 : deleted
   }
 
   /** A full refresh's counts by key against the rows before it (undefined: the writes' counts stand). */
@@ -157,9 +173,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
     const snapshot = this.snapshot
     this.snapshot = undefined
     if (snapshot?.runId !== context.runId) return undefined
-    const elements = this.entity!.elements as Record<string, CsnElement>
-    const columns = [...snapshot.written].filter(c => elements[c] && !elements[c].virtual && !isAssociation(elements[c]) && elements[c].value === undefined)
-    return snapshot.rows.counts(columns)
+    return snapshot.rows.counts(this.comparedColumns(snapshot.written))
   }
 
   async deleteSlice(predicate: SlicePredicate, _context: WriteContext): Promise<number> {

@@ -111,8 +111,8 @@ export default class Base extends Controller {
 		return format.runDuration(start, end);
 	}
 
-	public formatRate(start: string | null, end: string | null, created: unknown, updated: unknown, deleted: unknown): string {
-		return format.runRate(start, end, created, updated, deleted);
+	public formatRate(start: string | null, end: string | null, created: unknown, updated: unknown, deleted: unknown, unchanged?: unknown): string {
+		return format.runRate(start, end, created, updated, deleted, unchanged);
 	}
 
 	public formatRunDrift(drift: unknown): string {

@@ -255,8 +255,8 @@ export default class Detail extends Base {
 		if (!async) setTimeout(() => void this.poller().poll(), 300);
 		try {
 			const result = await running;
-			const s = (result.statistics ?? {}) as { created?: number; updated?: number; deleted?: number };
-			MessageToast.show(async ? this.text("runStarted", [result.runId, name]) : this.text("runFinished", [name, s.created ?? 0, s.updated ?? 0, s.deleted ?? 0]));
+			const s = (result.statistics ?? {}) as { created?: number; updated?: number; unchanged?: number; deleted?: number };
+			MessageToast.show(async ? this.text("runStarted", [result.runId, name]) : this.text("runFinished", [name, s.created ?? 0, s.updated ?? 0, s.unchanged ?? 0, s.deleted ?? 0]));
 		} catch (error) {
 			this.showError(error);
 		}

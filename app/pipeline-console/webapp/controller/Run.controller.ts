@@ -9,7 +9,7 @@ import { duration } from "../control/HistoryChart";
 import { choices, failureOf, failureText, filterEvents, loadEvents, timelineBars, type EventFilter, type RunEvent } from "../model/runEvents";
 
 /** The fields of the run the page shows. */
-const RUN_SELECT = "ID,pipeline_name,status,trigger,mode,startTime,endTime,error,drift,failedAt,statistics_created,statistics_updated,statistics_deleted,statistics_skipped,processed,expected";
+const RUN_SELECT = "ID,pipeline_name,status,trigger,mode,startTime,endTime,error,drift,failedAt,statistics_created,statistics_updated,statistics_unchanged,statistics_deleted,statistics_skipped,processed,expected";
 const RETRY = "DataPipelineManagementService.retry";
 
 /** The run page's own model ("run"). */

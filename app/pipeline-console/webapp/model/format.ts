@@ -38,11 +38,11 @@ export function runDuration(start: string | null, end: string | null): string {
 	return ms === null ? "" : duration(ms);
 }
 
-/** Rows per second of a run. */
-export function runRate(start: string | null, end: string | null, created: unknown, updated: unknown, deleted: unknown): string {
+/** Rows per second of a run: every row it counted, unchanged ones included (a refresh of unchanged rows still read and compared them). */
+export function runRate(start: string | null, end: string | null, created: unknown, updated: unknown, deleted: unknown, unchanged?: unknown): string {
 	const ms = runMs(start, end);
 	if (ms === null) return "";
-	const rows = Number(created ?? 0) + Number(updated ?? 0) + Number(deleted ?? 0);
+	const rows = Number(created ?? 0) + Number(updated ?? 0) + Number(deleted ?? 0) + Number(unchanged ?? 0);
 	return number(Math.round(rows / Math.max(ms / 1000, 0.001) * 10) / 10);
 }
 

@@ -109,8 +109,8 @@ export function freshness(text: Text, value: string | null, maxStaleness: number
 export function progress(text: Text, pattern: string, value: Progress | null): string {
 	if (!pattern) return "";
 	if (!value) return `${pattern}: ${text("progressStarting")}`;
-	const total = Math.max(value.processed, value.created + value.updated + value.deleted);
-	const parts = [text("progressValue", [number(total), number(value.created), number(value.updated), number(value.deleted)])];
+	const total = Math.max(value.processed, value.created + value.updated + value.unchanged + value.deleted);
+	const parts = [text("progressValue", [number(total), number(value.created), number(value.updated), number(value.unchanged), number(value.deleted)])];
 	if (value.expected !== null) parts.push(text("progressOf", [number(total), number(value.expected), value.percent ?? 0]));
 	if (value.rate !== null) parts.push(text("progressRate", [number(value.rate)]));
 	if (value.remainingMs !== null && value.eta) parts.push(text("progressEta", [duration(value.remainingMs), time(value.eta)]));

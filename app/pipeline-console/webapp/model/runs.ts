@@ -15,8 +15,9 @@ export function progressOf(text: Texts, run: Context): Progress {
 	};
 	const created = numeric("statistics_created") ?? 0;
 	const updated = numeric("statistics_updated") ?? 0;
+	const unchanged = numeric("statistics_unchanged") ?? 0;
 	const deleted = numeric("statistics_deleted") ?? 0;
-	const processed = numeric("processed") ?? created + updated + deleted;
+	const processed = numeric("processed") ?? created + updated + unchanged + deleted;
 	const expected = numeric("expected");
 	const percent = expected === null ? null : numeric("percent") ?? (expected > 0 ? Math.min(100, Math.round(processed / expected * 10000) / 100) : 0);
 	const ms = runMs(run.getProperty("startTime") as string | null, null);
@@ -26,7 +27,7 @@ export function progressOf(text: Texts, run: Context): Progress {
 	const parts = [expected === null ? text("progressRead", [number(processed)]) : text("progressOf", [number(processed), number(expected), percent ?? 0])];
 	if (rate !== null) parts.push(text("progressRate", [number(rate)]));
 	if (remainingMs !== null && eta) parts.push(text("progressEta", [duration(remainingMs), time(eta)]));
-	return { created, updated, deleted, processed, expected, percent, rate, remainingMs, eta, display: parts.join(" · ") };
+	return { created, updated, unchanged, deleted, processed, expected, percent, rate, remainingMs, eta, display: parts.join(" · ") };
 }
 
 /** A run as the history chart draws it. */

@@ -6,6 +6,7 @@ import type { GraphData } from "../control/layout";
 export interface Progress {
 	created: number;
 	updated: number;
+	unchanged: number;
 	deleted: number;
 	processed: number;
 	expected: number | null;
