@@ -14,6 +14,7 @@ import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { sharedDemo, type DemoApps } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js')
@@ -25,7 +26,6 @@ let browser: Browser
 let page: Page
 const counts: Record<string, { critical: number; serious: number; moderate: number; minor: number }> = {}
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const row = (name: string) => page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: new RegExp(`^${name}$`) }) })
 
 interface AxeViolation { id: string; impact: string; help: string; count: number; nodes: Array<{ target: string[]; failureSummary?: string }> }

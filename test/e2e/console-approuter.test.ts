@@ -20,6 +20,7 @@ import { FIXTURES, ROOT, startApp, type RunningApp } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { basic, waitUntil } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { byId } from '../helpers/console'
 
 const require = createRequire(import.meta.url)
 
@@ -42,7 +43,6 @@ let workingDir: string | undefined
 let browser: Browser | undefined
 const contexts: BrowserContext[] = []
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const titles = (page: Page) => page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`)
 
 /** Starts @sap/approuter in `dir` (its xs-app.json) on a free port; resolves once it listens. */

@@ -14,6 +14,7 @@ import { FIXTURES, ROOT, startApp, startProvider, type ProviderControl, type Run
 import { launchBrowser } from '../helpers/browser'
 import { basic } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { apiAs, byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 /** The fixture's mocked PipelineAdmin. */
@@ -28,14 +29,10 @@ const problems: string[] = []
 /** Management requests the page sent (method and decoded URL). */
 const calls: string[] = []
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const bound = (name: string, op: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService.${op}`
 
-async function api(url: string, body?: object): Promise<{ status: number; data: any }> {
-  const response = await fetch(`${app!.url}${url}`, { method: body ? 'POST' : 'GET', headers: { authorization: ADMIN, 'content-type': 'application/json' }, body: body && JSON.stringify(body) })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : null }
-}
+const request = apiAs(() => app!.url, ADMIN)
+const api = (url: string, body?: object) => request(url, body ? { method: 'POST', body: JSON.stringify(body) } : {})
 const overridesOf = async (name: string) => JSON.parse((await api(`${bound(name, 'configView')}()`)).data.value).overrides as Record<string, unknown>
 
 /** The editor row of a setting. */

@@ -15,6 +15,7 @@ import { basic } from '../helpers/demo'
 import { redisMessaging, type TestMessaging } from '../helpers/events'
 import { waitFor } from '../helpers/wait'
 import { waitForSubscribers } from '../helpers/emit'
+import { byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const PREFIX = `dp-test/console-events/${process.pid}/${Date.now()}/`
@@ -29,7 +30,6 @@ let context: BrowserContext
 let page: Page
 const problems: string[] = []
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 /** The visible text of a control (an ObjectStatus's text without its invisible state text). */
 async function textOf(id: string): Promise<string> {
   const root = page.locator(byId(id)).first()

@@ -13,6 +13,7 @@ import { FIXTURES, ROOT, startApp, startProvider, type ProviderControl, type Run
 import { launchBrowser } from '../helpers/browser'
 import { basic } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { apiAs, byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const ADMIN = basic('admin', 'admin')
@@ -22,15 +23,10 @@ let app: RunningApp | undefined
 let browser: Browser
 let page: Page
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const graph = () => page.locator(byId('landscapeGraph'))
 const node = (key: string) => graph().locator(`g.pcNode[data-key="${key}"]`)
 
-async function api(url: string, init: RequestInit = {}): Promise<{ status: number; data: any }> {
-  const response = await fetch(`${app!.url}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: ADMIN, ...init.headers } })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : null }
-}
+const api = apiAs(() => app!.url, ADMIN)
 const landscape = async () => JSON.parse((await api('/pipeline/landscapeMetadata()')).data.value) as { nodes: Array<{ key: string; kind: string; state?: string }>; lines: Array<{ from: string; to: string }> }
 const focusedKey = () => page.evaluate(() => document.activeElement?.getAttribute('data-key') ?? null)
 

@@ -12,6 +12,7 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { basic, sharedDemo, waitUntil, type DemoApps } from '../helpers/demo'
+import { apiAs, byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const ADMIN = 'alice'
@@ -35,13 +36,8 @@ interface Session {
 }
 const sessions: Session[] = []
 
-const api = async (url: string, init?: RequestInit) => {
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: basic(ADMIN), ...init?.headers } })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : null }
-}
+const api = apiAs(() => base, basic(ADMIN))
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 
 /**
  * A console page signed in as `user`: Basic auth on every request of the page, as after a login

@@ -20,6 +20,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { basic, startDemo, waitUntil, type Demo } from '../helpers/demo'
+import { byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js')
@@ -37,7 +38,6 @@ const problems: string[] = []
 
 const api = (url: string, init: RequestInit & { user?: string } = {}) => demo!.api(url, init)
 const bound = (op: string) => `/pipeline/Pipelines('orders')/DataPipelineManagementService.${op}`
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 
 interface Event { seq: number; kind: string; phase: string | null; message: string | null; durationMs: number | string | null }
 const eventsOf = async (runId: string): Promise<Event[]> => (await api(`/pipeline/PipelineRuns(${runId})/events?$orderby=seq`)).data.value
@@ -225,7 +225,8 @@ describe('console: the run page', () => {
 
     const page = await signIn('alice')
     await openRun(page, runId)
-    await waitUntil(async () => (await textOf(page, 'runRecords')).includes('unchanged'), 'the run\'s counts')
+    // (until the run has loaded the text has the labels without figures)
+    await waitUntil(async () => /^0 created/.test(await textOf(page, 'runRecords')), 'the run\'s counts')
     expect(await textOf(page, 'runRecords')).toMatch(/^0 created, 0 updated, 2,?000 unchanged, 0 deleted$/)
     // the runs list
     await page.goto(`${base}/pipeline-console/#/runs?pipeline=orders`)

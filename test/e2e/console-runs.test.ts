@@ -17,6 +17,7 @@ import { FIXTURES, ROOT, startApp, type RunningApp } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { basic } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { apiAs, byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const ADMIN = basic('admin', 'admin')
@@ -34,18 +35,13 @@ const problems: string[] = []
 const runRequests: string[] = []
 let runs: Run[] = []
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 /** The table's run rows (not its no-data row). */
 const rows = () => page.locator(`${byId('allRunsTable')} tr.sapMListTblRow:has(.sapMObjStatus)`)
 const bars = () => page.locator(`${byId('runsTimeline')} g.pcGanttRun`)
 /** The pipeline of each row (its first cell). */
 const rowNames = () => rows().evaluateAll(trs => trs.map(tr => tr.querySelector('td.sapMListTblCell')?.textContent?.trim() ?? '').filter(Boolean))
 
-async function api(url: string, init?: RequestInit): Promise<{ status: number; data: Record<string, unknown> }> {
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: ADMIN, ...init?.headers } })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : {} }
-}
+const api = apiAs(() => base, ADMIN)
 
 /** A synchronous run (a failed one answers with an error status: the run list below checks the outcome). */
 async function execute(name: string, trigger: string): Promise<void> {

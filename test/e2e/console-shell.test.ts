@@ -15,6 +15,7 @@ import { FIXTURES, ROOT, startApp, type RunningApp } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { basic } from '../helpers/demo'
 import { waitFor } from '../helpers/wait'
+import { apiAs, byId } from '../helpers/console'
 
 const RESULTS = path.join(ROOT, 'test-results')
 const ADMIN = basic('admin', 'admin')
@@ -32,17 +33,12 @@ let page: Page
 let base: string
 const problems: string[] = []
 
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const titles = () => page.locator(`${byId('pipelineTable')} tr.sapMLIB .sapMObjectIdentifierTitle`)
 const row = (name: string) => page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: new RegExp(`^${name}$`) }) })
 const detailTitle = (name: string) => page.locator(`${byId('detailPage')} .sapMTitle`, { hasText: new RegExp(`^${name}$`) }).first()
 const selectedTab = () => page.locator(`${byId('detailTabs')} .sapMITBSelected`).first().getAttribute('id')
 
-async function api(url: string, init?: RequestInit): Promise<{ status: number; data: Record<string, unknown> }> {
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', authorization: ADMIN, ...init?.headers } })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : {} }
-}
+const api = apiAs(() => base, ADMIN)
 
 async function open(hash: string): Promise<void> {
   await page.goto(`${base}/pipeline-console/${hash}`)

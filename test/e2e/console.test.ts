@@ -16,6 +16,8 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import { ROOT } from '../helpers/apps'
 import { launchBrowser } from '../helpers/browser'
 import { DEMO_PIPELINES, startDemo, waitUntil, type Demo } from '../helpers/demo'
+import { apiAs, byId } from '../helpers/console'
+import { basic } from '../helpers/auth'
 
 const RESULTS = path.join(ROOT, 'test-results')
 /** Each provider Orders request waits this long while the test watches a run, so a paged delta run of `orders` takes ~10 s. */
@@ -41,17 +43,10 @@ let idle: { page: Page; gap: Promise<{ gap?: number; error?: unknown }> } | unde
 
 /** The demo's mocked PipelineAdmin (demo/consumer/package.json, no password): /pipeline needs a role. */
 const ADMIN = { username: 'alice', password: '' }
-const api = async (url: string, init?: RequestInit) => {
-  const auth = { authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}` }
-  const response = await fetch(`${base}${url}`, { ...init, headers: { 'content-type': 'application/json', ...auth, ...init?.headers } })
-  const text = await response.text()
-  return { status: response.status, data: text ? JSON.parse(text) : null }
-}
+const api = apiAs(() => base, basic(ADMIN.username, ADMIN.password))
 const pipeline = async (name: string) => (await api(`/pipeline/Pipelines('${name}')`)).data
 const bound = (name: string, op: string) => `/pipeline/Pipelines('${name}')/DataPipelineManagementService.${op}`
 
-/** A control's root element by its view-local id (UI5 prefixes component and view ids). */
-const byId = (id: string) => `[data-sap-ui$="--${id}"]`
 const row = (name: string) => page.locator(`${byId('pipelineTable')} tr.sapMLIB`).filter({ has: page.locator('.sapMObjectIdentifierTitle', { hasText: new RegExp(`^${name}$`) }) })
 
 async function openConsole(target: Page): Promise<number> {
