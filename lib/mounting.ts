@@ -9,6 +9,7 @@
 import cds from '@sap/cds'
 import { SERVICE_NAME } from './constants.js'
 import { alignManagementRoles } from './security/roles.js'
+import { resolveModel } from './cap/index.js'
 
 export const MANAGEMENT_MODEL = 'cap-data-pipeline/srv/management'
 
@@ -27,8 +28,8 @@ export function registerManagementModel(): void {
   // also without reuse.api: a model that names the service itself (srv/data-pipeline.cds) is what `cds add xsuaa` reads
   cds.on('loaded', (csn: unknown) => alignManagementRoles(csn as Parameters<typeof alignManagementRoles>[0]))
   if (!engineSettings()?.management?.reuse?.api) return
-  const env = cds.env as unknown as { roots: string[] }
-  if (!env.roots.includes(MANAGEMENT_MODEL) && !isCompiledModel(env.roots)) env.roots = [...env.roots, MANAGEMENT_MODEL]
+  const roots: string[] = cds.env.roots
+  if (!roots.includes(MANAGEMENT_MODEL) && !isCompiledModel(roots)) cds.env.roots = [...roots, MANAGEMENT_MODEL]
   cds.on('bootstrap', (app: unknown) => {
     ;(app as { use(path: string, handler: typeof rejectMalformedUrl): void }).use(MANAGEMENT_PATH, rejectMalformedUrl)
   })
@@ -36,8 +37,7 @@ export function registerManagementModel(): void {
 
 /** Whether the model roots resolve to one compiled `csn.json` (a fresh resolve cache: CAP's own stays as it was). */
 export function isCompiledModel(roots: string[]): boolean {
-  const resolve = cds.resolve as unknown as (refs: string[], options: { cache: object }) => string[] | undefined
-  const files = resolve(roots, { cache: {} }) ?? []
+  const files = resolveModel(roots, { cache: {} }) ?? []
   return files.length === 1 && files[0].endsWith('csn.json')
 }
 

@@ -24,6 +24,8 @@ import type { RunOutcome } from '../lib/engine/run-types.js'
 import type { BaseSourceAdapter } from '../lib/adapters/source/base.js'
 import type { BaseTargetAdapter } from '../lib/adapters/target/base.js'
 import type { TrackerState, WriteContext } from '../lib/adapters/types.js'
+import { handlerLists, handlerRegistry, pipelineEventRequest, primaryDatabase, queuedService, serviceOptions } from '../lib/cap/index.js'
+import { detachedFromCaller } from '../lib/engine/registry/background.js'
 
 interface PipelineRequest {
   event: string
@@ -31,8 +33,7 @@ interface PipelineRequest {
   data: Record<string, unknown>
 }
 
-type Handler = (req: PipelineRequest, next?: () => Promise<unknown>) => unknown
-interface HandlerEntry { handler: Handler }
+type Handler = (req: PipelineRequest, next?: () => unknown) => unknown
 
 /** Anything with CAP's `on(event, handler)`: a messaging service, an application service. */
 export interface EventSource {
@@ -60,7 +61,6 @@ const INSTRUMENTATION = new WeakSet<Handler>()
  * which would hide their names from `registeredHooks`; cds 10 registers the function itself.
  */
 const ORIGINAL = new WeakMap<Handler, Handler>()
-type HandlerLists = Record<string, HandlerEntry[] | undefined>
 
 type ScheduleBuilder = { as?: (task: string) => ScheduleBuilder; asTask?: (task: string) => ScheduleBuilder }
 
@@ -89,16 +89,15 @@ export default class DataPipelineService extends cds.Service implements Pipeline
   })
 
   private settings(): { schedules?: boolean | { minInterval?: number | string } } {
-    const options = (this as unknown as { options?: { schedules?: boolean | { minInterval?: number | string } } }).options
-    return { schedules: options?.schedules }
+    return { schedules: serviceOptions<{ schedules?: boolean | { minInterval?: number | string } }>(this)?.schedules }
   }
 
   override async init(): Promise<void> {
     runRetentionSettings() // an invalid `retention` stops the app naming the key (also checked once it serves)
-    nameTasksAsOnCds9(this as unknown as { schedule?: (...args: unknown[]) => ScheduleBuilder })
+    nameTasksAsOnCds9(this as { schedule?: (...args: unknown[]) => ScheduleBuilder })
     const builtIn = (event: string, handler: Handler) => {
       BUILT_IN.add(handler)
-      ;(this as unknown as { on(event: string, handler: Handler): void }).on(event, handler)
+      handlerRegistry(this).on(event, handler)
     }
     // built-ins must be async functions: CAP wraps sync handlers, which would lose their identity
     builtIn(EVENTS.READ, async req => {
@@ -126,8 +125,9 @@ export default class DataPipelineService extends cds.Service implements Pipeline
   /** CAP's `on` appends; keep the built-in handlers behind every handler the application adds. */
   override on(...args: unknown[]): this {
     ;(super.on as (...a: unknown[]) => unknown)(...args)
-    const handlers = (this as unknown as { handlers: { on: HandlerEntry[] } }).handlers
-    handlers.on = [...handlers.on.filter(h => !BUILT_IN.has(h.handler)), ...handlers.on.filter(h => BUILT_IN.has(h.handler))]
+    const handlers = handlerLists(this)
+    const on = handlers.on ?? []
+    handlers.on = [...on.filter(h => !BUILT_IN.has(h.handler as Handler)), ...on.filter(h => BUILT_IN.has(h.handler as Handler))]
     return this
   }
 
@@ -141,11 +141,11 @@ export default class DataPipelineService extends cds.Service implements Pipeline
 
   /** Registers through CAP, then maps every entry it added with a wrapper to the function passed in. */
   private rememberOriginal(phase: 'before' | 'after', args: unknown[], register: () => unknown): this {
-    const lists = () => { const h = (this as unknown as { handlers: HandlerLists }).handlers; return [h[phase], h._initial].filter(list => Array.isArray(list)) }
+    const lists = () => { const h = handlerLists(this); return [h[phase], h._initial].filter(list => Array.isArray(list)) }
     const lengths = new Map(lists().map(list => [list, list.length]))
     register()
     const original = [...args].reverse().find(arg => typeof arg === 'function') as Handler | undefined
-    if (original) for (const list of lists()) for (const entry of list.slice(lengths.get(list) ?? 0)) if (entry.handler !== original) ORIGINAL.set(entry.handler, original)
+    if (original) for (const list of lists()) for (const entry of list.slice(lengths.get(list) ?? 0)) if (entry.handler !== original) ORIGINAL.set(entry.handler as Handler, original)
     return this
   }
 
@@ -159,23 +159,19 @@ export default class DataPipelineService extends cds.Service implements Pipeline
    * (cds 10's default, PostgreSQL) the handler awaits the work.
    */
   private async queueTask(work: () => Promise<void>): Promise<void> {
-    const facade = cds as unknown as { queued?(srv: unknown): { queued?: { legacyLocking?: boolean } }; db?: { options?: { pool?: { max?: number } } }; env: { requires: { queue?: { legacyLocking?: boolean } } } }
-    const legacyLocking = facade.queued?.(this)?.queued?.legacyLocking ?? facade.env.requires.queue?.legacyLocking
-    if (!legacyLocking || facade.db?.options?.pool?.max !== 1) return work()
-    const caller = cds.context as { user?: unknown; tenant?: string } | undefined
-    const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
-    const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) })
+    const legacyLocking = queuedService<{ queued?: { legacyLocking?: boolean } } | undefined>(this)?.queued?.legacyLocking ?? cds.env.requires.queue?.legacyLocking
+    if (!legacyLocking || primaryDatabase()?.options?.pool?.max !== 1) return work()
+    // the caller's user and tenant, in a context of its own: the queue's transaction has ended by then
+    const run = detachedFromCaller(work)
     setImmediate(() => {
-      ;(cds as unknown as { _with(context: object, fn: () => Promise<void>): Promise<void> })._with(context, work)
-        .catch(error => LOG.error(`queued task of service '${this.name}' failed: ${(error as Error).message}`))
+      run().catch(error => LOG.error(`queued task of service '${this.name}' failed: ${(error as Error).message}`))
     })
   }
 
   private async emitPipelineEvent(event: string, pipeline: string, data: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const req = new cds.Request({ event, data } as unknown as ConstructorParameters<typeof cds.Request>[0])
-    ;(req as unknown as { path: string }).path = `${this.name}.${pipeline}`
+    const req = pipelineEventRequest(this.name, event, pipeline, data)
     await this.dispatch(req as never)
-    return (req as unknown as { data: Record<string, unknown> }).data
+    return req.data
   }
 
   /** Registers a pipeline (see README "Pipeline definition"); rejects incoherent configs naming the key. */
@@ -243,13 +239,13 @@ export default class DataPipelineService extends cds.Service implements Pipeline
   override run = function (this: DataPipelineService, ...args: unknown[]): Promise<unknown> {
     if (typeof args[0] === 'string' && this.registry.has(args[0]) && args.length === 1)
       return this.registry.execute(args[0]).then(({ done }): Promise<RunOutcome> => done)
-    return (cds.Service.prototype as unknown as { run: (...a: unknown[]) => Promise<unknown> }).run.apply(this, args)
+    return (cds.Service.prototype.run as (...a: unknown[]) => Promise<unknown>).apply(this, args)
   }
 
   /** `flush('<pipeline>')` clears its output and resets its tracker (next run is full). */
   override flush = async (...args: unknown[]): Promise<void> => {
     if (typeof args[0] === 'string') await this.registry.flush(args[0])
-    else await (cds.Service.prototype as unknown as { flush: (...a: unknown[]) => Promise<void> }).flush.apply(this, args)
+    else await (cds.Service.prototype.flush as (...a: unknown[]) => Promise<void>).apply(this, args)
   }
 
   /** Like `flush(name)`, resolving with the reset tracker record. */
@@ -300,16 +296,17 @@ export default class DataPipelineService extends cds.Service implements Pipeline
 
   /** Application handlers registered for a pipeline's events (built-ins and the plugin's observers excluded). */
   registeredHooks(name: string): PipelineHook[] {
-    const handlers = (this as unknown as { handlers: Record<'before' | 'on' | 'after', Array<HandlerEntry & Record<string, unknown>>> }).handlers
+    const handlers = handlerLists(this)
     const events = Object.values(EVENTS) as string[]
     const hooks: PipelineHook[] = []
     for (const phase of ['before', 'on', 'after'] as const) {
-      for (const entry of handlers[phase]) {
+      for (const entry of handlers[phase] ?? []) {
         const event = entry[phase] as string
-        if (BUILT_IN.has(entry.handler) || INSTRUMENTATION.has(ORIGINAL.get(entry.handler) ?? entry.handler) || !events.includes(event)) continue
+        const handler = entry.handler as Handler
+        if (BUILT_IN.has(handler) || INSTRUMENTATION.has(ORIGINAL.get(handler) ?? handler) || !events.includes(event)) continue
         const path = entry.path as string | undefined
         if (path && path !== `${this.name}.${name}`) continue
-        hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: (ORIGINAL.get(entry.handler) ?? entry.handler).name || 'anonymous' })
+        hooks.push({ phase, event, scope: path ? 'pipeline' : 'all', handler: (ORIGINAL.get(handler) ?? handler).name || 'anonymous' })
       }
     }
     return hooks

@@ -28,30 +28,13 @@ import { withCorrelation } from '../lib/security/redact.js'
 import { invalidTenantId } from '../lib/security/tenant-id.js'
 import { PROVIDER_HINT, PROVIDER_OPERATIONS, fanOutAnswer, providerRefusal, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
 import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
+import { isOperation, ownTenant, pipelineName, type OperationRequest, type ProviderRequest } from '../lib/management/requests.js'
+import { connectTo, handlerRegistry, type HandlerRegistry } from '../lib/cap/index.js'
+import { pluginSettings } from '../lib/cap/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 
-interface OperationRequest {
-  data: Record<string, unknown>
-  params: Array<Record<string, unknown> | string>
-  http?: { res?: { status(code: number): unknown } }
-  reject(status: number | { status: number; code: string; message: string; target?: string }, message?: string, target?: string): never
-}
-
 type Operation = (req: OperationRequest, engine: DataPipelineService) => Promise<unknown>
-
-/** A request as the provider's guards see it: the event, the entity it reads or is bound to, the query. */
-interface ProviderRequest extends OperationRequest {
-  event: string
-  target?: { name?: string; actions?: Record<string, unknown>; '@cds.persistence.skip'?: boolean }
-  query?: { SELECT?: { one?: boolean } }
-  info(message: string): void
-}
-
-/** Whether the request calls a function or action of the service (bound or unbound), not a CRUD event. */
-function isOperation(srv: { actions?: Record<string, unknown> }, req: ProviderRequest): boolean {
-  return Object.hasOwn(srv.actions ?? {}, req.event) || Object.hasOwn(req.target?.actions ?? {}, req.event)
-}
 
 interface ManagementSettings {
   inspect?: boolean
@@ -61,25 +44,35 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   private enginePromise?: Promise<DataPipelineService>
 
   private engine(): Promise<DataPipelineService> {
-    return (this.enginePromise ??= cds.connect.to(SERVICE_NAME) as unknown as Promise<DataPipelineService>)
+    return (this.enginePromise ??= connectTo<DataPipelineService>(SERVICE_NAME))
   }
 
   private settings(): ManagementSettings {
-    const entry = (cds.env.requires as Record<string, { management?: ManagementSettings } | undefined>)[SERVICE_NAME]
-    return entry?.management ?? {}
+    return pluginSettings<ManagementSettings>('management')
   }
 
   override async init(): Promise<void> {
-    const srv = this as unknown as {
-      on(event: string, entity: string, handler: (req: OperationRequest) => unknown): void
-      on(event: string, handler: (req: OperationRequest) => unknown): void
-      after(event: string, entity: string, handler: (rows: unknown) => unknown): void
-    }
+    const srv = handlerRegistry(this)
+    const bound = (name: string, operation: Operation) => srv.on(name, 'Pipelines', (req: OperationRequest) => this.runOperation(req, operation))
+    const unbound = (name: string, operation: Operation) => srv.on(name, (req: OperationRequest) => this.runOperation(req, operation))
+    // in this order: CAP runs the handlers of a phase in the order they were registered
+    this.registerAccess(srv)
+    this.registerReads(srv)
+    this.registerTenantGuards(srv)
+    this.registerRunOperations(srv, bound, unbound)
+    this.registerSettingOperations(bound, unbound)
+    this.registerInspection(bound, unbound)
+    this.registerRejectReads(srv)
+    return super.init()
+  }
+
+  /** Roles first: a refused request starts nothing else. */
+  private registerAccess(srv: HandlerRegistry): void {
     // roles (lib/security/roles.ts): first, synchronous, so a refused request starts nothing else;
     // a bad management.roles fails the start, naming the key
     roleNames()
-    const rejects = rejectsAssociationsOf(Object.values((this as unknown as { entities: Record<string, never> }).entities))
-    ;(this as unknown as { before(event: string, handler: (req: OperationRequest & AccessRequest) => void): void }).before('*', req => {
+    const rejects = rejectsAssociationsOf(Object.values(srv.entities))
+    srv.before('*', (req: OperationRequest & AccessRequest) => {
       try {
         checkAccess(req, rejects)
       } catch (error) {
@@ -87,27 +80,19 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         req.reject({ status: error.status, code: error.code, message: error.message })
       }
     })
-    srv.on('permissions', req => permissionsOf((req as OperationRequest & AccessRequest).user, contextTenant()))
-    srv.on('READ', 'PipelineRunModes', () => runModes())
-    srv.on('READ', 'PipelineRunTriggers', () => runTriggers())
-    // runs with one transaction show their progress from this process's live counters
-    srv.after('READ', 'PipelineRuns', rows => withLiveCounts(rows))
-    // freshness (README "Progress and freshness"): computed from lastSuccess and the effective maxStaleness
-    srv.after('READ', 'Pipelines', async rows => {
-      const engine = await this.engine()
-      for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>)
-        if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
-    })
+  }
 
+  /** A valid tenant id; what the provider (no tenant) may do; a tenant's tracker rows before its first read. */
+  private registerTenantGuards(srv: HandlerRegistry): void {
     // a request's tenant names its database: an unsafe id is refused before anything reads it
-    ;(this as unknown as { before(event: string, handler: (req: OperationRequest) => unknown): void }).before('*', req => {
+    srv.before('*', (req: OperationRequest) => {
       const tenant = contextTenant()
       if (tenant && invalidTenantId(tenant)) return req.reject(400, `tenant: ${JSON.stringify(tenant.slice(0, 40))} is not a valid tenant id: ${invalidTenantId(tenant)}`, 'tenant')
     })
     // multitenancy: the provider (no tenant) has no tracker rows of its own; tenantsOverview() shows every
     // tenant's (issue 37). Every persisted entity reads empty with the hint (one row: 404 with it); an
     // operation answers only when it has an answer of its own (PROVIDER_OPERATIONS), else 404 with the hint
-    ;(this as unknown as { before(event: string, handler: (req: ProviderRequest) => unknown): void }).before('*', req => {
+    srv.before('*', (req: ProviderRequest) => {
       if (!providerWithoutTenant() || !isOperation(this as { actions?: Record<string, unknown> }, req)) return
       const answer = PROVIDER_OPERATIONS[req.event]
       if (answer === 'hint') req.info(PROVIDER_HINT)
@@ -115,25 +100,39 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const error = providerRefusal(req.event)
       return req.reject({ status: error.status, code: error.code, message: error.message })
     })
-    ;(this as unknown as { on(event: string, entities: string, handler: (req: ProviderRequest, next: () => unknown) => unknown): void })
-      .on('READ', '*', (req, next) => {
-        if (!providerWithoutTenant() || req.target?.['@cds.persistence.skip']) return next()
-        if (req.query?.SELECT?.one) {
-          const error = providerRefusal(`${req.target?.name?.split('.').pop() ?? 'READ'}: one row`)
-          return req.reject({ status: error.status, code: error.code, message: error.message })
-        }
-        req.info(PROVIDER_HINT)
-        return []
-      })
+    srv.on('READ', '*', (req: ProviderRequest, next: () => unknown) => {
+      if (!providerWithoutTenant() || req.target?.['@cds.persistence.skip']) return next()
+      if (req.query?.SELECT?.one) {
+        const error = providerRefusal(`${req.target?.name?.split('.').pop() ?? 'READ'}: one row`)
+        return req.reject({ status: error.status, code: error.code, message: error.message })
+      }
+      req.info(PROVIDER_HINT)
+      return []
+    })
     // multitenancy: a tenant's user reads its own database; its tracker rows are written on first use
-    ;(this as unknown as { before(event: string, entities: string[], handler: () => unknown): void }).before('READ', ['Pipelines', 'PipelineRuns', 'PipelineRunEvents'], async () => {
+    srv.before('READ', ['Pipelines', 'PipelineRuns', 'PipelineRunEvents'], async () => {
       const tenant = contextTenant()
       if (tenant && tenancySettings().active) await (await this.engine()).registry.ensureTenant(tenant)
     })
+  }
 
-    const bound = (name: string, operation: Operation) => srv.on(name, 'Pipelines', req => this.runOperation(req, operation))
-    const unbound = (name: string, operation: Operation) => srv.on(name, req => this.runOperation(req, operation))
+  /** Reads: permissions, value helps, live counts and freshness. */
+  private registerReads(srv: HandlerRegistry): void {
+    srv.on('permissions', (req: OperationRequest & AccessRequest) => permissionsOf(req.user, contextTenant()))
+    srv.on('READ', 'PipelineRunModes', () => runModes())
+    srv.on('READ', 'PipelineRunTriggers', () => runTriggers())
+    // runs with one transaction show their progress from this process's live counters
+    srv.after('READ', 'PipelineRuns', (rows: unknown) => withLiveCounts(rows))
+    // freshness (README "Progress and freshness"): computed from lastSuccess and the effective maxStaleness
+    srv.after('READ', 'Pipelines', async (rows: unknown) => {
+      const engine = await this.engine()
+      for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>)
+        if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
+    })
+  }
 
+  /** Runs: start, execute, retry, flush, status, the provider's overview. */
+  private registerRunOperations(srv: HandlerRegistry, bound: (name: string, operation: Operation) => void, unbound: (name: string, operation: Operation) => void): void {
     bound('start', async (req, engine) => {
       const mode = optionalEnum(req.data.mode, REPLICATION_MODES, 'mode', "only unbound execute accepts 'partial-refresh'")
       const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
@@ -155,7 +154,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
     // a failed run again: same pipeline and mode (lib/management/retry-run.ts)
-    srv.on('retry', 'PipelineRuns', req => this.runOperation(req, async (req, engine) => {
+    srv.on('retry', 'PipelineRuns', (req: OperationRequest) => this.runOperation(req, async (req, engine) => {
       const { name, mode } = await failedRun(req.params[req.params.length - 1])
       return this.startRun(req, engine, name, { mode, trigger: 'manual', async: optionalBoolean(req.data.async, 'async') })
     }))
@@ -167,6 +166,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (!row) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered`, { target: 'name' })
       return this.addFreshness(engine, publicRow(row))
     })
+  }
+
+  /** Settings: enabled, schedule and overrides, validated before they are saved; the schedule preview and the config view. */
+  private registerSettingOperations(bound: (name: string, operation: Operation) => void, unbound: (name: string, operation: Operation) => void): void {
     bound('setEnabled', async (req, engine) => {
       if (typeof req.data.enabled !== 'boolean') throw new PipelineError('INVALID_PARAMETER', 'enabled: must be true or false', { target: 'enabled' })
       if (ownTenant()) assertTenantMayOverride(['enabled'], ownTenant()!)
@@ -213,6 +216,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
       }))
     })
+  }
+
+  /** The data inspector, replay of rejects, and the flow and landscape metadata of the console. */
+  private registerInspection(bound: (name: string, operation: Operation) => void, unbound: (name: string, operation: Operation) => void): void {
     bound('inspectData', async (req, engine) => {
       const name = pipelineName(req)
       const { side, columnsJson, filters, top, skip } = req.data as Record<string, never>
@@ -223,23 +230,11 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const prepared = await engine.registry.prepare(pipelineName(req))
       return JSON.stringify(capabilities(prepared, this.settings().inspect !== false))
     })
-    // rejected records: fields hidden from the data inspector are not shown here either
-    srv.after('READ', 'PipelineRejects', async rows => hideRejectFields((await this.engine()).registry, rows))
-    // … also when expanded from a run or a pipeline (`$expand=rejects`), and under `$select=record`
-    srv.after('READ', 'PipelineRuns', async rows => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.pipeline_name))
-    srv.after('READ', 'Pipelines', async rows => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.name))
-    ;(this as unknown as { before(event: string, entity: string, handler: (req: { query?: { SELECT?: { columns?: unknown[] } } }) => void): void })
-      .before('READ', 'PipelineRejects', req => {
-        const columns = req.query?.SELECT?.columns
-        if (!columns?.length || columns.includes('*')) return
-        const named = (name: string) => columns.some(c => (c as { ref?: string[] })?.ref?.[0] === name)
-        for (const name of ['pipeline_name', 'recordKey', 'ID']) if (!named(name)) columns.push({ ref: [name] })
-      })
     bound('replayRejects', async (req, engine) => {
       const name = pipelineName(req)
       engine.registry.get(name)
       try {
-        const { runId, status, statistics } = await replayRejects(engine as unknown as Parameters<typeof replayRejects>[0], name)
+        const { runId, status, statistics } = await replayRejects(engine, name)
         return { runId, name, status, statistics }
       } catch (error) {
         if (error instanceof PipelineError && ['PIPELINE_RUNNING', 'UNKNOWN_PIPELINE', 'NOT_SUPPORTED'].includes(error.code)) throw error
@@ -251,7 +246,21 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
     unbound('landscapeMetadata', async (_req, engine) =>
       JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
-    return super.init()
+  }
+
+  /** Rejected records without the fields hidden from the inspector, also when expanded or selected. */
+  private registerRejectReads(srv: HandlerRegistry): void {
+    // rejected records: fields hidden from the data inspector are not shown here either
+    srv.after('READ', 'PipelineRejects', async (rows: unknown) => hideRejectFields((await this.engine()).registry, rows))
+    // … also when expanded from a run or a pipeline (`$expand=rejects`), and under `$select=record`
+    srv.after('READ', 'PipelineRuns', async rows => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.pipeline_name))
+    srv.after('READ', 'Pipelines', async (rows: unknown) => hideExpandedRejectFields((await this.engine()).registry, rows, row => row.name))
+    srv.before('READ', 'PipelineRejects', (req: { query?: { SELECT?: { columns?: unknown[] } } }) => {
+        const columns = req.query?.SELECT?.columns
+        if (!columns?.length || columns.includes('*')) return
+        const named = (name: string) => columns.some(c => (c as { ref?: string[] })?.ref?.[0] === name)
+        for (const name of ['pipeline_name', 'recordKey', 'ID']) if (!named(name)) columns.push({ ref: [name] })
+      })
   }
 
   /** Runs an operation and turns engine errors into CAP errors with their status. */
@@ -337,20 +346,10 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   }
 }
 
-/** The tenant whose admin calls (multitenancy active), or undefined for the provider and single-tenant apps. */
-function ownTenant(): string | undefined {
-  const tenant = contextTenant()
-  return tenant && tenancySettings().active ? tenant : undefined
-}
 
 /** The overrides an operation changes: the tenant's own ones for a tenant's admin, else the shared ones. */
 function current(engine: DataPipelineService, name: string): Overrides {
   const tenant = ownTenant()
   engine.registry.get(name)
   return tenant ? engine.registry.storedTenantOverrides(name, tenant) : engine.registry.overrides(name)
-}
-
-function pipelineName(req: OperationRequest): string {
-  const key = req.params[req.params.length - 1]
-  return typeof key === 'object' ? String(key.name) : String(key)
 }

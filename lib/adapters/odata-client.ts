@@ -3,11 +3,11 @@
  * destinations and auth apply): typed literals, key predicates, `$batch` change sets
  * (JSON batch for V4), with per-request fallback when the remote has no `$batch`.
  */
-import cds from '@sap/cds'
 import { PipelineError } from '../pipeline/errors.js'
 import { builtinType, findEntity, keyNames, type CsnEntity } from '../model/csn.js'
 import { odataLiteral, toODataFilter, type ODataVersion, type Predicate } from './predicate.js'
 import type { DataRecord } from '../pipeline/types.js'
+import { connectTo } from '../cap/index.js'
 
 export interface SendingService {
   name: string
@@ -45,7 +45,7 @@ export class ODataClient {
   ) {}
 
   static async connect(serviceName: string, entityName: string, version: ODataVersion): Promise<ODataClient> {
-    const service = (await cds.connect.to(serviceName)) as unknown as SendingService
+    const service = await connectTo<SendingService>(serviceName)
     const qualified = entityName.startsWith(`${serviceName}.`)
     const entity = findEntity(qualified ? entityName : `${serviceName}.${entityName}`) ?? findEntity(entityName)
     return new ODataClient(service, entity, qualified ? entityName.slice(serviceName.length + 1) : entityName, version)

@@ -141,7 +141,7 @@ export async function findImport(root: string): Promise<ReplicaExample | undefin
     const file = [`${name}.csn`, `${name}.cds`].map(candidate => path.join(dir, candidate)).find(candidate => fs.existsSync(candidate))!
     let definitions: Record<string, Json>
     try {
-      definitions = ((await cds.load(file)) as unknown as { definitions: Record<string, Json> }).definitions
+      definitions = ((await cds.load(file)) as { definitions?: Record<string, Json> }).definitions ?? {}
     } catch {
       continue // not a model cds can load: not an import this facet can show
     }

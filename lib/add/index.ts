@@ -12,6 +12,7 @@ import { addDataPipeline, addTenancyConfig, DATA_PIPELINE_FACET, type AddApi } f
 import { completeSecurity, XS_SECURITY } from './xs-security.js'
 import { engineSettings } from '../mounting.js'
 import { MANAGEMENT_SERVICE } from '../security/roles.js'
+import { cdsAdd, cdsCli } from '../cap/index.js'
 
 interface AddPluginBase {
   new (): { options(): Record<string, unknown> }
@@ -21,7 +22,7 @@ interface CdsAdd extends AddApi {
   register(name: string, plugin: unknown): void
 }
 
-const cli = () => (cds as unknown as { cli?: { command?: string; options?: { force?: boolean } } }).cli
+const cli = cdsCli
 const FORCE = { force: { type: 'boolean', help: 'overwrite files an earlier run created' } }
 
 /** Whether the project serves the management API: `management.reuse.api`, or its srv/ model names the service. */
@@ -39,7 +40,7 @@ async function servesManagementApi(): Promise<boolean> {
 export function registerAddCommands(): void {
   const command = cli()?.command
   if (command !== 'add' && command !== 'help') return
-  const add = (cds as unknown as { add?: CdsAdd }).add
+  const add = cdsAdd<CdsAdd>()
   if (!add?.register || !add.Plugin) return
 
   add.register(DATA_PIPELINE_FACET, class DataPipelinePlugin extends add.Plugin {

@@ -4,7 +4,7 @@
  * tenant's deployment runs in it). Work that needs its own transaction on that database starts
  * afterwards; a fallback timer makes sure it always starts.
  */
-import cds from '@sap/cds'
+import { currentContext } from '../cap/index.js'
 
 /** Calls `fn` on the next turn after the current transaction ended, at once when there is none, at the latest after `fallbackMs`. */
 export function afterCurrentTransaction(fn: () => void, fallbackMs: number): void {
@@ -17,7 +17,7 @@ export function afterCurrentTransaction(fn: () => void, fallbackMs: number): voi
   }
   const fallback = setTimeout(start, fallbackMs)
   fallback.unref()
-  const context = cds.context as unknown as { tx?: unknown; on?(event: string, listener: () => void): void } | undefined
+  const context = currentContext()
   if (context?.tx && typeof context.on === 'function') context.on('done', () => { setImmediate(start) })
   else setImmediate(start)
 }

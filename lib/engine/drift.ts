@@ -34,6 +34,7 @@ import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from
 import type { PreparedPipeline } from './run-types.js'
 import { applicationHooks, replay } from './read-ahead.js'
 import { tenantKey } from './tenancy.js'
+import { pluginSettings } from '../cap/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -105,7 +106,7 @@ let appSettingProblem = false
 export function driftSetting(pipeline: ResolvedPipeline): SchemaDriftSetting & { maxAge: number } {
   let setting = pipeline.schemaDrift
   if (!setting) {
-    const app = (cds.env.requires as unknown as Record<string, { schemaDrift?: unknown } | undefined>)[SERVICE_NAME]?.schemaDrift
+    const app: unknown = pluginSettings().schemaDrift
     if (app !== undefined && app !== null) {
       try {
         setting = resolveSchemaDrift(app, `cds.requires.${SERVICE_NAME}.schemaDrift`)

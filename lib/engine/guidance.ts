@@ -10,6 +10,7 @@ import { LOGGER } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { missingTable, redactText } from '../security/redact.js'
 import type { ResolvedPipeline } from '../pipeline/types.js'
+import { requiredService } from '../cap/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -17,8 +18,7 @@ interface Binding { url?: string; destination?: string }
 
 /** The binding of a required service, as configured (`cds.requires.<name>.credentials`). */
 function bindingOf(service: string): Binding | undefined {
-  const requires = (cds.env as unknown as { requires?: Record<string, { credentials?: Binding } | undefined> }).requires
-  return requires?.[service]?.credentials
+  return requiredService<{ credentials?: Binding }>(service)?.credentials
 }
 
 /** Whether `cds serve --with-mocks` (`cds watch`) serves the required service itself: no credentials, no provider. */

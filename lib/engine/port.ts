@@ -4,7 +4,7 @@
  * srv/data-pipeline.ts implements this port; the library never imports the service, so the
  * dependency points one way only (srv → lib).
  */
-import cds from '@sap/cds'
+import { connectTo } from '../cap/index.js'
 import { SERVICE_NAME } from '../constants.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import type { ExecuteOptions, ExecuteResult, PipelineRegistry } from './registry.js'
@@ -19,5 +19,5 @@ export interface PipelineEngine {
 
 /** The served `data-pipeline` service, by the port the library uses. */
 export function connectEngine(): Promise<PipelineEngine> {
-  return cds.connect.to(SERVICE_NAME) as unknown as Promise<PipelineEngine>
+  return connectTo<PipelineEngine>(SERVICE_NAME)
 }

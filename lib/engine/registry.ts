@@ -53,7 +53,7 @@ export class PipelineRegistry {
    */
   constructor(dispatch: EventDispatcher, settings: RegistrySettings = {}, host?: QueueHost) {
     const queue = new QueuedSchedules(host ?? { name: 'data-pipeline' })
-    const hostVersion = settings.hostVersion ?? (() => String((cds as unknown as { version?: string }).version ?? ''))
+    const hostVersion = settings.hostVersion ?? (() => String(cds.version ?? ''))
     this.launcher = new PipelineLauncher(this.definitions, this.tenants, this.tracker, dispatch, queue, this.fanOut)
     this.schedules = new PipelineSchedules(this.definitions, this.tenants, this.launcher, queue, this.fanOut, settings.schedules !== false, hostVersion)
   }

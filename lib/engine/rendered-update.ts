@@ -12,6 +12,7 @@
  * take CAP's full path, as does a `where` on null (CAP writes `IS NULL` there).
  */
 import { ql, type QueryRunner } from '../model/ql.js'
+import { sqlInternals } from '../cap/index.js'
 
 /** `{ '+=': n }`: CAP's increment of a column. */
 type Increment = { '+=': number }
@@ -44,7 +45,7 @@ export class RenderedUpdates {
   /** `UPDATE entity SET data WHERE where` in `tx`; resolves with the number of rows changed. */
   async run(tx: QueryRunner, entity: string, data: UpdateData, where: Record<string, string | number>): Promise<number> {
     const cqn = () => ql.UPDATE.entity(entity).set(data).where(where)
-    const renderer = tx as unknown as Renderer
+    const renderer = sqlInternals<Renderer>(tx)
     if (typeof renderer.cqn2sql !== 'function' || !this.bindable(data, where)) return Number(await tx.run(cqn()))
     const shape = `${entity}|${Object.entries(data).map(([name, value]) => (isIncrement(value) ? `${name}+=` : name)).join(',')}|${Object.keys(where).join(',')}`
     let rendered = this.shapes.get(shape)

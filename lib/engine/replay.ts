@@ -6,7 +6,8 @@
  * written ones are marked `replayed`, failing ones are rejected again by the replay run (the old
  * reject `superseded`). The watermark and a pending checkpoint stay as they are.
  */
-import cds from '@sap/cds'
+import { pipelineEventRequest } from '../cap/index.js'
+import { detached } from './registry/background.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { assertConnectionAvailable, type Tracker } from './tracker.js'
 import { PipelineRun } from './run.js'
@@ -35,17 +36,8 @@ export async function replayRejects(engine: ReplayHost, name: string): Promise<R
 /** Pipeline events as CAP requests of the engine service, so the application's handlers apply. */
 function dispatcher(engine: ReplayHost): EventDispatcher {
   return async (event, pipeline, data) => {
-    const req = new cds.Request({ event, data } as unknown as ConstructorParameters<typeof cds.Request>[0])
-    ;(req as unknown as { path: string }).path = `${engine.name}.${pipeline}`
+    const req = pipelineEventRequest(engine.name, event, pipeline, data)
     await engine.dispatch(req)
-    return (req as unknown as { data: Record<string, unknown> }).data
+    return req.data
   }
-}
-
-/** Runs `fn` in a fresh context of the caller's user and tenant (no transaction of the caller). */
-function detached<T>(fn: () => Promise<T>): Promise<T> {
-  const caller = cds.context as { user?: unknown; tenant?: string } | undefined
-  const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
-  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) })
-  return (cds as unknown as { _with(context: object, fn: () => Promise<T>): Promise<T> })._with(context, fn)
 }

@@ -31,6 +31,7 @@ import { ReadAhead, readMayStartEarly } from './read-ahead.js'
 import { underway } from '../adapters/source/on-the-wire.js'
 import { sequentialNote } from '../adapters/source/base.js'
 import type { TrackerState, WriteStatistics } from '../adapters/types.js'
+import { primaryDatabase } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -349,7 +350,7 @@ export class PipelineRun {
 
 /** SQLite: CAP's pool of one connection. */
 function singleConnection(): boolean {
-  return (cds as unknown as { db?: { options?: { pool?: { max?: number } } } }).db?.options?.pool?.max === 1
+  return primaryDatabase()?.options?.pool?.max === 1
 }
 
 function stampOrigin(records: DataRecord[] | undefined, origin: string | undefined): DataRecord[] {

@@ -7,7 +7,6 @@
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
-import cds from '@sap/cds'
 import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { toCqn, type Predicate } from '../adapters/predicate.js'
@@ -17,6 +16,8 @@ import { tenantKey } from './tenancy.js'
 import { RenderedUpdates } from './rendered-update.js'
 import { chooseWritePath, type WritePath } from '../adapters/target/write-path.js'
 import type { SqlService } from '../adapters/target/prepared-writer.js'
+import { currentContext, primaryDatabase } from '../cap/index.js'
+import { sqlInternals } from '../cap/index.js'
 
 /** The tracker row as stored (structured `statistics` flattened by CAP). */
 export interface PipelineRow {
@@ -211,7 +212,7 @@ export class Tracker {
   private async insertRun(tx: QueryRunner, row: Record<string, unknown>): Promise<void> {
     const path = this.runWritePath ??= chooseWritePath(await this.db(), RUNS_ENTITY)
     const columns = path.writer?.columnsOf([row])
-    const sqlTx = tx as unknown as SqlService
+    const sqlTx = sqlInternals<SqlService>(tx)
     if (path.writer && columns && sqlTx.dbc) await path.writer.insert(sqlTx, columns, [row])
     else await tx.run(ql.INSERT.into(RUNS_ENTITY).entries([row]))
   }
@@ -335,10 +336,9 @@ export class Tracker {
  * holds the connection would wait forever for the tracker's transaction. Fail fast instead.
  */
 export function assertConnectionAvailable(operation: string): void {
-  const facade = cds as unknown as { db?: { options?: { pool?: { max?: number } } }; context?: { transactions?: Map<unknown, { dbc?: unknown }> } }
-  const db = facade.db
+  const db = primaryDatabase()
   if (!db || db.options?.pool?.max !== 1) return
-  if (facade.context?.transactions?.get(db)?.dbc)
+  if (currentContext()?.transactions?.get(db)?.dbc)
     throw new PipelineError('NOT_SUPPORTED',
       `${operation}() was called inside a transaction that holds the database's only connection (SQLite); ` +
       'the run needs its own transactions. Call it outside that transaction, e.g. with cds.spawn(() => …) or after the transaction ends.',

@@ -11,7 +11,7 @@
  * `preload: { wait: true }` → startup waits for that run and fails if it fails.
  */
 import cds from '@sap/cds'
-import { ANNOTATIONS, FEDERATED_DEFAULTS, LOGGER, REPLICATE_KEYS, SERVICE_NAME } from '../constants.js'
+import { ANNOTATIONS, FEDERATED_DEFAULTS, LOGGER, REPLICATE_KEYS } from '../constants.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { configFingerprint } from '../engine/config.js'
 import { isPlainObject } from '../pipeline/json.js'
@@ -22,6 +22,8 @@ import { projectionSource } from '../model/csn.js'
 import { MAX_PARALLEL } from '../engine/limits.js'
 import { annotationValue, classify, replicatedEntities, serviceOf, type FederationCsn, type FederationDefinition } from './annotations.js'
 import { connectEngine, type PipelineEngine } from '../engine/port.js'
+import { pluginSettings, requiredService } from '../cap/settings.js'
+import { servedModel } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -73,7 +75,7 @@ function preloadMode(entity: string, value: unknown): PreloadMode {
  * default field when the projection has it, otherwise full refreshes.
  */
 export function federatedOptions(def: FederationDefinition): Record<string, unknown> {
-  const settings = (cds.env.requires as Record<string, { federation?: { federated?: Record<string, unknown> } } | undefined>)[SERVICE_NAME]?.federation?.federated ?? {}
+  const settings = pluginSettings<{ federated?: Record<string, unknown> }>('federation').federated ?? {}
   const { deltaField, ...defaults } = { ...FEDERATED_DEFAULTS, ...settings }
   const elements = (def.elements ?? {}) as Record<string, unknown>
   const options: Record<string, unknown> = { ...defaults }
@@ -95,8 +97,7 @@ export function replicaOf(name: string, csn: FederationCsn, federated = false): 
   if (!from) throw annotationError(name, '', "must be a projection on one entity of a remote service ('entity X as projection on Remote.Entity')")
   const service = serviceOf(from, csn)
   if (!service) throw annotationError(name, '', `selects from '${from}', which is not an entity of a service; replicate a projection on an entity of an imported remote service`)
-  const requires = cds.env.requires as unknown as Record<string, unknown>
-  if (!requires[service]) throw annotationError(name, '', `its source service '${service}' is not configured: add cds.requires.${service} (kind, credentials)`)
+  if (!requiredService(service)) throw annotationError(name, '', `its source service '${service}' is not configured: add cds.requires.${service} (kind, credentials)`)
   const where = (def.projection ?? def.query?.SELECT)?.where
   if (where?.length) LOG.warn(`${ANNOTATIONS.replicate} on '${name}': the projection's where clause is not sent to '${service}'; all rows of '${from}' are replicated`)
 
@@ -201,7 +202,7 @@ export async function preloadReplicas(engine: PipelineEngine, replicas: Replica[
 }
 
 /** The `served` step: registers the replicas of the served model and runs their preloads. */
-export async function startReplication(csn: FederationCsn | undefined = (cds as unknown as { model?: FederationCsn }).model): Promise<Replica[]> {
+export async function startReplication(csn: FederationCsn | undefined = servedModel<FederationCsn>()): Promise<Replica[]> {
   if (!csn || !replicatedEntities(csn).length) return []
   const engine = await connectEngine()
   const replicas = await registerReplicas(engine, csn)

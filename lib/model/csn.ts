@@ -2,7 +2,7 @@
  * The few facts of CAP's linked CSN the plugin reads, typed narrowly so the engine does not
  * depend on the shape of `@sap/cds` typings.
  */
-import cds from '@sap/cds'
+import { servedModel } from '../cap/index.js'
 
 export interface CsnElement {
   name?: string
@@ -47,7 +47,7 @@ export function projectionSource(def: { projection?: { from?: SourceRef }; query
 
 /** The application's current model (cds.model); undefined before loading. */
 export function currentModel(): CsnModel | undefined {
-  return (cds as unknown as { model?: CsnModel }).model
+  return servedModel<CsnModel>()
 }
 
 export function findEntity(name: string, model: CsnModel | undefined = currentModel()): CsnEntity | undefined {

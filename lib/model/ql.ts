@@ -3,6 +3,7 @@
  * runtime names, which the static typings of `@sap/cds` cannot follow.
  */
 import cds from '@sap/cds'
+import { connectTo, primaryDatabase, type QueryRunner } from '../cap/index.js'
 
 export interface Query {
   columns(...columns: unknown[]): Query
@@ -12,7 +13,7 @@ export interface Query {
   entries(rows: unknown[]): Query
   rows(rows: unknown[][]): Query
   set(data: Record<string, unknown>): Query
-  SELECT?: { orderBy?: unknown[]; columns?: unknown[]; one?: boolean }
+  SELECT?: { orderBy?: unknown[]; columns?: unknown[]; one?: boolean; where?: unknown[] }
 }
 
 export interface QueryBuilders {
@@ -23,21 +24,17 @@ export interface QueryBuilders {
   DELETE: { from(entity: string | object): Query }
 }
 
-export const ql = (cds as unknown as { ql: QueryBuilders }).ql
+export const ql = cds.ql as unknown as QueryBuilders
 
 /** A service that runs queries (database or in-process service). */
-export interface QueryRunner {
-  name: string
-  run(query: unknown): Promise<unknown>
-  tx<T>(fn: (tx: QueryRunner) => Promise<T>): Promise<T>
-}
+export type { QueryRunner } from '../cap/index.js'
 
 export async function connect(name: string): Promise<QueryRunner> {
-  return (await cds.connect.to(name)) as unknown as QueryRunner
+  return connectTo<QueryRunner>(name)
 }
 
 export function isDatabaseService(service: unknown): boolean {
-  return Boolean((service as { isDatabaseService?: boolean })?.isDatabaseService) || service === (cds as unknown as { db?: unknown }).db
+  return Boolean((service as { isDatabaseService?: boolean })?.isDatabaseService) || service === primaryDatabase()
 }
 
 /** CAP's pessimistic lock on a SELECT (FOR UPDATE where the database has it; SQLite has one writer anyway). */

@@ -1,7 +1,6 @@
 /** Whether CAP queues a service's messages (`outboxed`, the default for messaging services). */
-import cds from '@sap/cds'
+import { unqueuedService } from '../cap/index.js'
 
 export function isQueued(srv: unknown): boolean {
-  const unqueued = (cds as unknown as { unqueued?: (s: unknown) => unknown }).unqueued
-  return typeof unqueued === 'function' && unqueued(srv) !== srv
+  return unqueuedService(srv) !== srv
 }

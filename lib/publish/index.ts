@@ -18,6 +18,7 @@ import type { CsnEntity } from '../model/csn.js'
 import { HIDE_ANNOTATION, SENSITIVE_ANNOTATION } from '../security/hidden.js'
 import { gather, keysPerMessage, type TxContext } from './outbound.js'
 import { affectedKeys, emittedKeyNames, enteredRows, existingKeys, keyIdentity, pickKeys, type ChangeRequest, type Keys } from './keys.js'
+import { applicationServiceClass } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.emit)
 
@@ -137,7 +138,7 @@ export function registerPublish(): void {
   if (registered) return
   registered = true
   cds.on('serving', (srv: unknown) => {
-    const ApplicationService = (cds as unknown as { ApplicationService: new (...args: unknown[]) => unknown }).ApplicationService
+    const ApplicationService = applicationServiceClass()
     const service = srv as ServedService
     if (!(srv instanceof ApplicationService) || !service.entities || service.definition?.['@cds.external']) return
     attachEmit(service)

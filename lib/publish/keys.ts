@@ -2,10 +2,10 @@
  * The keys of the rows a change touches, as `@federation.emit` sends them: only key elements,
  * never another field (hidden, `@cds.api.ignore` or personal data stay out of every message).
  */
-import cds from '@sap/cds'
 import { EMIT } from '../constants.js'
 import { isAssociation, type CsnEntity } from '../model/csn.js'
 import { ql, type QueryRunner } from '../model/ql.js'
+import { primaryDatabase } from '../cap/index.js'
 
 export type Keys = Record<string, unknown>
 
@@ -87,9 +87,9 @@ export async function affectedKeys(req: ChangeRequest, names: string[]): Promise
   const { ref, where } = statement(req)
   const from = ref ? { ref } : req.subject
   if (!from) return []
-  const query = ql.SELECT.from(from).columns(...names) as unknown as { SELECT: { where?: unknown[] } }
-  if (where?.length) query.SELECT.where = where
-  const db = (cds as unknown as { db: QueryRunner }).db
+  const query = ql.SELECT.from(from).columns(...names)
+  if (where?.length) query.SELECT!.where = where
+  const db: QueryRunner = primaryDatabase()!
   const rows = (await db.run(query)) as unknown[]
   return rows.map(row => pickKeys(row, names)).filter((keys): keys is Keys => !!keys)
 }
@@ -115,11 +115,11 @@ const identity = (names: string[], keys: Keys) => JSON.stringify(names.map(name 
 /** Of the given keys, those that exist already (for UPSERT: Updated rather than Created). */
 export async function existingKeys(entity: string, names: string[], keys: Keys[]): Promise<Set<string>> {
   const found = new Set<string>()
-  const db = (cds as unknown as { db: QueryRunner }).db
+  const db: QueryRunner = primaryDatabase()!
   for (let i = 0; i < keys.length; i += EMIT.keyChunk) {
     const chunk = keys.slice(i, i + EMIT.keyChunk)
-    const query = ql.SELECT.from(entity).columns(...names) as unknown as { SELECT: { where?: unknown[] } }
-    query.SELECT.where = whereKeys(names, chunk)
+    const query = ql.SELECT.from(entity).columns(...names)
+    query.SELECT!.where = whereKeys(names, chunk)
     for (const row of (await db.run(query)) as unknown[]) {
       const k = pickKeys(row, names)
       if (k) found.add(identity(names, k))

@@ -20,6 +20,7 @@ import { EMIT, LOGGER, SERVICE_NAME } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
 import type { Keys } from './keys.js'
 import { isQueued } from '../model/queued.js'
+import { connectTo } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.emit)
 
@@ -92,7 +93,7 @@ async function emitRuns(runs: Run[], failSoft: boolean): Promise<void> {
  */
 export async function gather(serviceName: string, context: TxContext | undefined, timestamp: Date | undefined, event: string, keys: Keys[]): Promise<void> {
   if (!keys.length) return
-  const messaging = (await cds.connect.to(serviceName)) as unknown as Messaging
+  const messaging = await connectTo<Messaging>(serviceName)
   const run: Run = { messaging, queued: isQueued(messaging), event, time: (timestamp instanceof Date ? timestamp : new Date()).toISOString(), keys: [...keys] }
   const root = context?.context ?? context
   if (!root || typeof root.once !== 'function') return emitRuns([run], !run.queued)

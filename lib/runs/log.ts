@@ -84,7 +84,7 @@ export class RunEventLog {
   private push(kind: RunEventKind, fields: RunEventFields): void {
     const { details, message: text, ...rest } = fields
     const event: RunEvent = { seq: this.events.length + 1, time: new Date().toISOString(), kind }
-    for (const [key, value] of Object.entries(rest)) if (value !== undefined && value !== null) (event as unknown as Record<string, unknown>)[key] = value
+    for (const [key, value] of Object.entries(rest)) if (value !== undefined && value !== null) Object.assign(event, { [key]: value })
     const message = text && maskUrls(text)
     if (message) event.message = message.length > MESSAGE_LENGTH ? `${message.slice(0, MESSAGE_LENGTH - 1)}…` : message
     if (details) {

@@ -5,6 +5,7 @@
  */
 import cds from '@sap/cds'
 import { LOGGER } from '../constants.js'
+import { connectTo, inNewTransaction } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.engine)
 
@@ -27,9 +28,8 @@ export function auditSensitiveRead({ type, ids, attributes }: SensitiveRead): vo
   // In a root transaction of its own, one event after the other: CAP queues the events in
   // cds.outbox.Messages inside the current transaction, and the reading request's transaction has
   // committed by the time these writes run (on PostgreSQL the writes were then lost).
-  const root = cds as unknown as { tx<T>(fn: () => Promise<T>): Promise<T> }
-  void root.tx(async () => {
-    const audit = (await cds.connect.to('audit-log')) as unknown as { log(event: string, data: object): Promise<unknown> }
+  void inNewTransaction(async () => {
+    const audit = await connectTo<{ log(event: string, data: object): Promise<unknown> }>('audit-log')
     for (const id of ids) await audit.log('SensitiveDataRead', {
       data_subject: { type, id },
       object: { type, id },

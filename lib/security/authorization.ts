@@ -17,6 +17,7 @@ import { ql, type Query } from '../model/ql.js'
 import { SERVICE_NAME } from '../constants.js'
 import { MANAGEMENT_SERVICE } from './roles.js'
 import type { DataRecord } from '../pipeline/types.js'
+import { anonymousUser, currentContext, servedServices } from '../cap/index.js'
 
 interface ServedService {
   name: string
@@ -46,7 +47,7 @@ interface Exposure {
 function exposuresOf(entity: CsnEntity): Exposure[] {
   const found: Exposure[] = []
   const keys = keyNames(entity)
-  for (const srv of new Set(Object.values(cds.services as unknown as Record<string, ServedService>))) {
+  for (const srv of new Set(Object.values(servedServices() as Record<string, ServedService>))) {
     if (!(srv instanceof cds.ApplicationService) || srv.definition?.['@cds.external'] || [SERVICE_NAME, MANAGEMENT_SERVICE].includes(srv.name)) continue
     for (const candidate of Object.values(srv.entities ?? {})) {
       if (candidate.name === entity.name) {
@@ -100,7 +101,7 @@ function declaredRefusal(entity: CsnEntity, user: User): string | undefined {
 }
 
 function currentUser(): User {
-  return ((cds.context as { user?: User } | undefined)?.user ?? (cds as unknown as { User: { anonymous: User } }).User.anonymous)
+  return (currentContext()?.user ?? anonymousUser()) as User
 }
 
 /** What the current user may read of an entity: the rows among those given (keys in the entity's names via `keyOf`). */

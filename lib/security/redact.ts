@@ -15,10 +15,11 @@
  * the loggers named in `REDACTED_LOGGERS` get their header values and texts redacted before
  * they are formatted (`registerLogRedaction`).
  */
-import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
 import { inspect } from 'node:util'
 import { LOGGER } from '../constants.js'
+import { allRequires } from '../cap/settings.js'
+import { capLog, currentContext } from '../cap/index.js'
 
 export const REDACTED = '***'
 
@@ -72,7 +73,7 @@ function collectSecrets(value: unknown, into: Set<string>, key = '', depth = 0):
 
 /** Every secret value of the service bindings (`cds.requires.<service>.credentials`), longest first. */
 export function bindingSecrets(): string[] {
-  const requires = (cds as unknown as { env?: { requires?: Record<string, unknown> } }).env?.requires ?? {}
+  const requires = allRequires<unknown>()
   const secrets = new Set<string>()
   for (const conf of Object.values(requires)) {
     if (conf && typeof conf === 'object') collectSecrets((conf as { credentials?: unknown }).credentials, secrets, 'credentials')
@@ -139,7 +140,7 @@ export function isDatabaseError(error: unknown): boolean {
 
 /** The correlation id of the current request (CAP's `x-correlation-id`/`req.id`), or a new one. */
 export function correlationId(): string {
-  const context = (cds as unknown as { context?: { id?: unknown } }).context
+  const context = currentContext()
   return typeof context?.id === 'string' && context.id ? context.id : randomUUID()
 }
 
@@ -191,8 +192,6 @@ export function withCorrelation(message: string, id: string): string {
 // ---------------------------------------------------------------------------------------------
 // Loggers
 
-type Format = (label: string, level: number, ...args: unknown[]) => unknown[]
-interface Logger { setFormat(format: Format): unknown }
 
 /**
  * Loggers that may print bindings, remote requests or errors: CAP's server (`connect to … { url }`,
@@ -220,7 +219,7 @@ export function redactLogArgument(arg: unknown, secrets: string[]): unknown {
 }
 
 export function registerLogRedaction(): void {
-  const log = cds.log as unknown as ((id: string, options?: object) => Logger) & { format: Format }
+  const log = capLog()
   for (const [id, options] of REDACTED_LOGGERS) {
     log(id, options).setFormat((label, level, ...args) => {
       const secrets = bindingSecrets()

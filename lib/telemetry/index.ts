@@ -10,13 +10,14 @@ import path from 'node:path'
 import { SERVICE_NAME } from '../constants.js'
 import { instrument, type EventSource } from './instrument.js'
 import { loadOtelApi } from './otel.js'
+import { currentContext, onCds } from '../cap/index.js'
 
 const LOG = cds.log('data-pipeline|telemetry')
 const instrumented = new WeakSet<object>()
 
 export function registerTelemetry(): void {
   if (cds.env.requires?.['data-pipeline']?.telemetry === false) return
-  cds.on('connect', (srv: { name?: string }) => {
+  onCds('connect', (srv: EventSource & { name?: string }) => {
     if (srv.name !== SERVICE_NAME || instrumented.has(srv)) return
     instrumented.add(srv)
     const api = loadOtelApi(cds.root)
@@ -24,7 +25,7 @@ export function registerTelemetry(): void {
       if (LOG._debug) LOG.debug('no @opentelemetry/api in the app: pipeline runs are not exported')
       return
     }
-    instrument(srv as unknown as EventSource, api, { version: version(), tenant: () => (cds.context as { tenant?: string } | undefined)?.tenant ?? undefined })
+    instrument(srv, api, { version: version(), tenant: () => currentContext()?.tenant ?? undefined })
     if (LOG._debug) LOG.debug('pipeline runs are exported through the OpenTelemetry API')
   })
 }

@@ -1,14 +1,8 @@
 /** Running code in a tenant's context: CAP then uses that tenant's database (and model). */
-import cds from '@sap/cds'
 import { assertTenantId } from '../security/tenant-id.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { trackTenantWork } from '../engine/tenant-work.js'
-
-interface Facade {
-  EventContext: new (data: object) => object
-  User: { privileged: unknown }
-  _with<T>(context: object, fn: () => Promise<T>): Promise<T>
-}
+import { inContext, privilegedUser } from '../cap/index.js'
 
 /**
  * Tenants unsubscribed in this process (from the start of their unsubscribe until they subscribe
@@ -39,6 +33,5 @@ export async function inTenant<T>(tenant: string, fn: () => Promise<T>): Promise
   // the tenant names a database: an unsafe id never reaches CAP's database service
   assertTenantId(tenant)
   if (unsubscribed.has(tenant)) throw new PipelineError('UNKNOWN_TENANT', `tenant: '${tenant}' is unsubscribed`, { target: 'tenant' })
-  const facade = cds as unknown as Facade
-  return await trackTenantWork(tenant, facade._with(new facade.EventContext({ tenant, user: facade.User.privileged }), fn))
+  return await trackTenantWork(tenant, inContext({ tenant, user: privilegedUser() }, fn))
 }

@@ -29,6 +29,7 @@ import { findEntity } from '../model/csn.js'
 import { ql } from '../model/ql.js'
 import { invalidTenantId, shownTenant } from '../security/tenant-id.js'
 import { PipelineError } from '../pipeline/errors.js'
+import { connectTo, primaryDatabase, servedModel, type QueryRunner } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.tenancy)
 
@@ -59,7 +60,7 @@ export async function onSubscribe(tenant: string): Promise<void> {
 /** Runs every replicate pipeline once for the tenant (`syncOnSubscribe`); a running one is left alone. */
 export async function syncTenant(tenant: string): Promise<void> {
   const srv = await connectEngine()
-  const model = (cds as unknown as { model?: FederationCsn }).model
+  const model = servedModel<FederationCsn>()
   const names = model ? replicatedEntities(model).filter(name => srv.registry.has(name)) : []
   await Promise.all(names.map(name => srv.registry.fanOut.run(name, [tenant], each => inTenant(each, async () => {
     try {
@@ -92,7 +93,7 @@ export async function onUpgrade(tenant: string): Promise<string[]> {
       if (!row || row.status === 'running' || !(row.lastSync || row.lastKey || row.checkpoint)) continue
       const entity = findEntity(target.entity)?.name ?? target.entity
       const found = await inTenant(tenant, async () => {
-        const db = await cds.connect.to('db') as unknown as { run(q: unknown): Promise<unknown> }
+        const db = await connectTo<QueryRunner>('db')
         return db.run(ql.SELECT.one.from(entity).columns('1 as one'))
       })
       if (found) continue
@@ -132,7 +133,7 @@ export async function beforeUnsubscribe(tenant: string): Promise<void> {
  * written where no one else could see it). Not awaited: closing waits for borrowed connections.
  */
 function dropTenantPool(tenant: string): void {
-  const db = (cds as unknown as { db?: { disconnect?(tenant: string): Promise<unknown> } }).db
+  const db = primaryDatabase()
   void db?.disconnect?.(tenant)?.catch(error => LOG.debug(`tenant '${tenant}': closing its connection pool failed: ${(error as Error).message}`))
 }
 

@@ -3,12 +3,12 @@
  * runs, fan-out of scheduled and tenant-less runs over CAP's subscribed tenants, per-tenant
  * schedules and overrides, and the subscribe/upgrade/unsubscribe hooks.
  */
-import cds from '@sap/cds'
 import { attachDeploymentHooks } from './hooks.js'
 import { useTenancy } from '../engine/tenancy.js'
 import { tenancySettings, tenantOverrides } from './settings.js'
 import { subscribedTenants } from './tenants.js'
 import { inTenant } from './context.js'
+import { onCds } from '../cap/index.js'
 
 export { tenancySettings, tenantOverrides, technicalTenant, assertTenantMayOverride, type TenancySettings } from './settings.js'
 export { subscribedTenants } from './tenants.js'
@@ -23,6 +23,5 @@ export function registerTenancy(): void {
   registered = true
   // the engine reaches multitenancy through this port only (it does not import lib/tenancy)
   useTenancy({ settings: tenancySettings, overrides: (tenant, pipeline, stored) => tenantOverrides(tenant, pipeline, undefined, stored), subscribedTenants, inTenant })
-  const events = cds as unknown as { on(event: string, listener: (srv: unknown) => void): void }
-  events.on('serving:cds.xt.DeploymentService', ds => attachDeploymentHooks(ds as Parameters<typeof attachDeploymentHooks>[0]))
+  onCds('serving:cds.xt.DeploymentService', (ds: Parameters<typeof attachDeploymentHooks>[0]) => attachDeploymentHooks(ds))
 }

@@ -6,6 +6,7 @@ import cds from '@sap/cds'
 import { technicalTenant } from './settings.js'
 import { invalidTenantId, shownTenant } from '../security/tenant-id.js'
 import { LOGGER } from '../constants.js'
+import { connectTo, privilegedUser, servedServices, type QueryRunner } from '../cap/index.js'
 
 const LOG = cds.log(LOGGER.tenancy)
 const warned = new Set<string>()
@@ -17,16 +18,15 @@ interface DeploymentService {
 
 /** IDs of all subscribed tenants (the technical tenant excluded), as CAP's registry holds them. */
 export async function subscribedTenants(): Promise<string[]> {
-  const facade = cds as unknown as { services: Record<string, unknown>; User: { privileged: unknown }; connect: { to(name: string): Promise<unknown> } }
   const t0 = technicalTenant()
   let ids: unknown
   try {
-    const ds = facade.services['cds.xt.DeploymentService'] as DeploymentService | undefined
-    if (ds) ids = await ds.tx({ user: facade.User.privileged }, tx => tx.send('getTenants', {}))
+    const ds = servedServices()['cds.xt.DeploymentService'] as DeploymentService | undefined
+    if (ds) ids = await ds.tx({ user: privilegedUser() }, tx => tx.send('getTenants', {}))
     else {
       // MTX served elsewhere (a sidecar): CAP's registry in the technical tenant's database
-      const db = await facade.connect.to('db') as { tx<T>(context: object, fn: (tx: { run(q: unknown): Promise<unknown> }) => Promise<T>): Promise<T> }
-      ids = await db.tx({ tenant: t0, user: facade.User.privileged }, tx => tx.run('SELECT ID FROM cds_xt_Tenants'))
+      const db = await connectTo<QueryRunner>('db')
+      ids = await db.tx({ tenant: t0, user: privilegedUser() }, tx => tx.run('SELECT ID FROM cds_xt_Tenants'))
     }
   } catch (error) {
     // the technical tenant is not deployed yet (first start): nobody has subscribed

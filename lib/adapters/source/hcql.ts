@@ -21,6 +21,7 @@ import type { QueryRunner } from '../../model/ql.js'
 import type { CsnEntity } from '../../model/csn.js'
 import { cachedDocument, documentKey, entityOfCsn, forgetLiveDocument, type LiveShape } from './live-shape.js'
 import type { DataRecord } from '../../pipeline/types.js'
+import { connectTo } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.hcql)
 
@@ -107,7 +108,7 @@ const prepared = new WeakSet<object>()
  * derives from consumer projections (delegated reads, replicate projections).
  */
 export async function useHcqlService(name: string): Promise<HcqlRemote> {
-  const service = (await cds.connect.to(name)) as unknown as HcqlRemote
+  const service = await connectTo<HcqlRemote>(name)
   prepareHcqlService(service)
   return service
 }

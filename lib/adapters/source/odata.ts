@@ -20,6 +20,7 @@ import { LOGGER } from '../../constants.js'
 import { toODataFilter, type Predicate } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TrackerState } from '../types.js'
+import { connectTo } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.odata)
 
@@ -55,7 +56,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   override async prepare(): Promise<void> {
     const { service, entity } = this.pipeline.config.source
     if (!service) throw new PipelineError('INVALID_CONFIG', 'Invalid pipeline config: source.service is required for an OData source', { target: 'source.service' })
-    this.service = (await cds.connect.to(service)) as unknown as SendingService
+    this.service = await connectTo<SendingService>(service)
     const name = entity ?? ''
     this.entity = findEntity(name.startsWith(`${service}.`) ? name : `${service}.${name}`) ?? findEntity(name)
     this.entitySet = name.startsWith(`${service}.`) ? name.slice(service.length + 1) : name

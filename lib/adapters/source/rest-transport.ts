@@ -5,6 +5,7 @@
  */
 import cds from '@sap/cds'
 import { PipelineError } from '../../pipeline/errors.js'
+import { requiredService } from '../../cap/settings.js'
 
 /** What a `cds.requires.<service>` entry of a REST source may hold. */
 export interface RestBinding {
@@ -55,13 +56,13 @@ export function loadCloudSdk(): Promise<{ client?: CloudSdkHttpClient; problem?:
 
 /** CAP's switch between native fetch and the SAP Cloud SDK for remote services (undefined: not set). */
 function nativeFetchSetting(): boolean | undefined {
-  const value = (cds.env as unknown as { remote?: { native_fetch?: unknown } }).remote?.native_fetch
+  const value: unknown = cds.env.remote?.native_fetch
   return value === undefined || value === null ? undefined : Boolean(value)
 }
 
 /** The binding `cds.requires.<service>` of a REST source; INVALID_CONFIG naming the entry when missing. */
 export function restBinding(service: string): RestBinding {
-  const binding = (cds.env.requires as unknown as Record<string, RestBinding | undefined>)[service]
+  const binding = requiredService<RestBinding>(service)
   if (!binding || typeof binding !== 'object')
     throw new PipelineError('INVALID_CONFIG', `REST source '${service}' is not configured: add cds.requires.${service} with kind 'rest' and credentials { url, headers }`, { target: 'source.service' })
   return binding

@@ -19,6 +19,7 @@ import { INTEGER_TYPES, builtinType, dataElementNames, findEntity, isAssociation
 import { connect, ql, type QueryRunner } from '../../model/ql.js'
 import type { DataRecord, SlicePredicate } from '../../pipeline/types.js'
 import type { PreviewRequest, PreviewResult, TargetCapabilities, WriteContext, WriteStatistics } from '../types.js'
+import { sqlInternals } from '../../cap/index.js'
 
 export { ORIGIN_COLUMN }
 
@@ -144,7 +145,7 @@ export class DatabaseTargetAdapter extends BaseTargetAdapter {
 
   /** Runs on the native connection of the current transaction (the engine's), begun if it has not run a statement yet. */
   private native(write: (tx: SqlService) => Promise<void>): Promise<void> {
-    return (this.db as unknown as SqlService).run(async tx => {
+    return sqlInternals<SqlService>(this.db!).run(async tx => {
       if (!tx.dbc) await tx.run('SELECT 1')
       await write(tx)
     })

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto'
 import type { SqlService } from './prepared-writer.js'
 import type { WriteStatistics } from '../types.js'
 import type { DataRecord } from '../../pipeline/types.js'
+import { sqlInternals } from '../../cap/index.js'
 
 type Dialect = 'sqlite' | 'postgres'
 
@@ -57,7 +58,7 @@ export class RefreshSnapshot {
     const table = quote(renderer.name(entity.name, { _target: entity }))
     const owned = origin ? ` WHERE ${quote(origin.column)} = '${origin.value.replace(/'/g, "''")}'` : ''
     const name = `cdp_refresh_${randomUUID().replace(/-/g, '')}`
-    const runner = db as unknown as Runner
+    const runner = sqlInternals<Runner>(db)
     // temporary, and dropped at commit (PostgreSQL) or by `counts` (SQLite); a rollback undoes it anyway
     await runner.run(`CREATE TEMP TABLE ${name}${dialect === 'postgres' ? ' ON COMMIT DROP' : ''} AS SELECT * FROM ${table}${owned}`)
     // each batch looks its keys up here (batchCounts), the last count joins all of them

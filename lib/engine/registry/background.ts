@@ -2,15 +2,20 @@
  * How the registry starts work in the background: outside the caller's transaction, and with
  * failures nobody awaited still logged.
  */
-import cds from '@sap/cds'
+import { currentContext, inContext } from '../../cap/index.js'
 
 /** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */
 export function detached<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
-  const caller = cds.context as { user?: unknown; tenant?: string } | undefined
-  const EventContext = (cds as unknown as { EventContext: new (data: object) => object }).EventContext
+  const caller = currentContext()
   const effectiveTenant = tenant ?? caller?.tenant
-  const context = new EventContext({ ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) })
-  return (cds as unknown as { _with(context: object, fn: () => Promise<T>): Promise<T> })._with(context, fn)
+  return inContext({ ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) }, fn)
+}
+
+/** `detached` for later: the caller's user and tenant are taken now, the work starts when the returned function is called. */
+export function detachedFromCaller<T>(fn: () => Promise<T>): () => Promise<T> {
+  const caller = currentContext()
+  const properties = { ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) }
+  return () => inContext(properties, fn)
 }
 
 /**

@@ -2,8 +2,8 @@
  * Cron expressions: the 5-field subset CAP's task queue evaluates (numbers, *, ranges, lists,
  * steps) — validation, the shortest gap between two fire times, and the next fire time.
  */
-import cds from '@sap/cds'
 import { invalidConfig } from '../../pipeline/errors.js'
+import { cronParser } from '../../cap/index.js'
 
 const CRON_FIELDS = [
   { name: 'minute', min: 0, max: 59 },
@@ -22,7 +22,7 @@ export function parseCron(input: unknown, key: string): string {
   fields.forEach((field, i) => cronValues(field, CRON_FIELDS[i], key, input))
   const text = fields.join(' ')
   // the queue itself must accept it too (cds ≥ 9.9 validates with cds.utils.cron)
-  const accepts = (cds.utils as unknown as { cron?: (t: string) => string | undefined }).cron
+  const accepts = cronParser()
   if (typeof accepts === 'function' && !accepts(text)) throw invalidConfig(key, `'${input}' is not a cron expression CAP's task queue accepts`)
   return text
 }

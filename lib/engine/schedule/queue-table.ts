@@ -6,6 +6,7 @@ import cds from '@sap/cds'
 import { QUEUE } from '../../constants.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { parseDuration } from '../duration.js'
+import { servedModel } from '../../cap/index.js'
 
 /** The task name of a pipeline's queued schedule; a tenant segment keeps the name unique per tenant. */
 export function queuedTaskName(pipeline: string, tenant?: string): string {
@@ -53,7 +54,7 @@ export function queueTimeout(): number {
 }
 
 export function modelHasQueue(): boolean {
-  const model = (cds as unknown as { model?: { definitions?: Record<string, unknown> } }).model
+  const model = servedModel()
   return Boolean(model?.definitions?.[QUEUE.entity])
 }
 

@@ -12,6 +12,7 @@ import { scheduleLabel } from './spec.js'
 import {
   asQueueError, isSameTask, modelHasQueue, queueTimeout, queuedTaskName, type QueueRow, type QueuedRunMessage, type TickMessage,
 } from './queue-table.js'
+import { inContext, primaryDatabase, privilegedUser, queuedService, rootTx, runQuery } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.schedule)
 
@@ -53,7 +54,7 @@ export class QueuedSchedules {
     const queue = (cds.env.requires as Record<string, unknown>).queue as { kind?: string } | false | undefined
     if (!queue || (typeof queue === 'object' && queue.kind && !/persistent/.test(queue.kind)))
       return "CAP's persistent task queue is disabled (cds.requires.queue); enable it (the default, kind 'persistent-queue') or use engine 'spawn'"
-    if (!(cds as unknown as { db?: unknown }).db) return "CAP's persistent task queue needs a database (cds.requires.db)"
+    if (!primaryDatabase()) return "CAP's persistent task queue needs a database (cds.requires.db)"
     if (!modelHasQueue())
       return `the model has no entity ${QUEUE.entity}: add CAP's queue model (${QUEUE.model}, included by cds.requires.queue by default) and run cds deploy`
     return undefined
@@ -70,7 +71,7 @@ export class QueuedSchedules {
    * tenant: its task `data-pipeline/<tenant>/<pipeline>` in the tenant's database.
    */
   async read(pipeline: string, tenant?: string): Promise<QueueRow | undefined> {
-    const appid = (cds.env as unknown as { appid?: string }).appid
+    const appid: string | undefined = cds.env.appid
     // `cds.appid` isolates apps sharing one database (CAP's own unschedule filters on it too)
     const query = ql.SELECT.one.from(QUEUE.entity).columns('ID', 'task', 'timestamp', 'msg', 'attempts', 'status', 'lastError')
       .where({ task: queuedTaskName(pipeline, tenant), ...(appid ? { appid } : {}) })
@@ -132,7 +133,7 @@ export class QueuedSchedules {
    * app does not use CAP's queue at all.
    */
   async removeOrphan(pipeline: string, tenant?: string): Promise<void> {
-    if (typeof this.host.unschedule !== 'function' || !modelHasQueue() || !(cds as unknown as { db?: unknown }).db) return
+    if (typeof this.host.unschedule !== 'function' || !modelHasQueue() || !primaryDatabase()) return
     try {
       if (await this.unschedule(pipeline, tenant)) LOG.info(`pipeline '${pipeline}' has no queued schedule any more: its task was removed`)
     } catch (error) {
@@ -143,7 +144,7 @@ export class QueuedSchedules {
   /** Enqueues one run as a one-off task (not a singleton: every call is one run). */
   async enqueue(message: QueuedRunMessage): Promise<void> {
     this.assertAvailable()
-    const queued = (cds as unknown as { queued(srv: unknown): QueuedService }).queued(this.host)
+    const queued: QueuedService = queuedService(this.host)
     await this.inTx(() => queued.send(QUEUE.runEvent, message), message.tenant)
   }
 
@@ -202,7 +203,7 @@ export class QueuedSchedules {
         }
       } else {
         LOG.debug(`pipeline '${pipeline}': queued task due ${row.timestamp} still waiting: flushing CAP's task queue`)
-        const queued = (cds as unknown as { queued(srv: unknown): QueuedService }).queued(this.host)
+        const queued: QueuedService = queuedService(this.host)
         // a tenant's queue is flushed in that tenant's context, as CAP's own periodic processing does
         await (tenant ? withContext({ tenant }, () => Promise.resolve(queued.flush?.())) : Promise.resolve(queued.flush?.()))
       }
@@ -224,10 +225,8 @@ export class QueuedSchedules {
 
   /** Runs `fn` in its own root transaction (privileged), committed before returning. */
   private async inTx<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
-    const User = (cds as unknown as { User: { privileged: unknown } }).User
-    const facade = cds as unknown as { tx<R>(context: object, fn: () => Promise<R>): Promise<R> }
     try {
-      return await facade.tx<T>({ user: User.privileged, ...(tenant ? { tenant } : {}) }, fn)
+      return await rootTx<T>({ user: privilegedUser(), ...(tenant ? { tenant } : {}) }, fn)
     } catch (error) {
       throw asQueueError(error)
     }
@@ -236,8 +235,7 @@ export class QueuedSchedules {
 
 /** Runs `fn` in a fresh context (no transaction) with these properties. */
 function withContext<T>(properties: object, fn: () => Promise<T>): Promise<T> {
-  const facade = cds as unknown as { EventContext: new (data: object) => object; _with(context: object, fn: () => Promise<T>): Promise<T> }
-  return facade._with(new facade.EventContext(properties), fn)
+  return inContext(properties, fn)
 }
 
 /** The watchdog key of a task: the pipeline, or tenant and pipeline. */
@@ -246,5 +244,5 @@ function watchKey(pipeline: string, tenant?: string): string {
 }
 
 function run(query: unknown): Promise<unknown> {
-  return (cds as unknown as { run(q: unknown): Promise<unknown> }).run(query)
+  return runQuery(query)
 }

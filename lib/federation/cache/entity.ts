@@ -33,6 +33,9 @@ import type { RemoteResult, Row } from '../delegate/remote.js'
 import { FederationRequestError } from '../delegate/expand.js'
 import { callerKey, callerScope } from './scope.js'
 import { invalidTenantId, shownTenant as shown } from '../../security/tenant-id.js'
+import { allRequires } from '../../cap/settings.js'
+import { appRoot, connectTo, currentContext, linkedModel, sqlDdl } from '../../cap/index.js'
+import { ql } from '../../model/ql.js'
 
 export { invalidTenantId, MAX_TENANT_ID_LENGTH } from '../../security/tenant-id.js'
 
@@ -53,7 +56,7 @@ export interface EntityCacheSettings {
 }
 
 export function entityCacheSettings(): EntityCacheSettings {
-  const requires = (cds as unknown as { env: { requires: Record<string, Record<string, unknown> | undefined> } }).env.requires
+  const requires = allRequires<Record<string, unknown>>()
   const files = requires['data-federation-cache']
   const merged: Record<string, unknown> = {
     ...(requires['data-pipeline']?.entityCache as object | undefined),
@@ -64,7 +67,7 @@ export function entityCacheSettings(): EntityCacheSettings {
     files: files?.kind === 'sqlite',
     urlTemplate: typeof merged.urlTemplate === 'string' ? merged.urlTemplate : 'data-federation-cache-{tenant}.sqlite',
     defaultTenant: typeof merged.defaultTenant === 'string' ? merged.defaultTenant : 'default',
-    baseDir: typeof merged.baseDir === 'string' ? merged.baseDir : (cds as unknown as { root: string }).root,
+    baseDir: typeof merged.baseDir === 'string' ? merged.baseDir : appRoot(),
   }
 }
 
@@ -160,7 +163,7 @@ export class EntityCache {
   }
 
   private tenantOfRequest(options: CacheOptions): { tenant: string; origin: 'request' | 'config' } {
-    const tenant = (cds as unknown as { context?: { tenant?: string } }).context?.tenant
+    const tenant = currentContext()?.tenant
     return options.tenantScoped && tenant ? { tenant, origin: 'request' } : { tenant: entityCacheSettings().defaultTenant, origin: 'config' }
   }
 
@@ -172,14 +175,13 @@ export class EntityCache {
       const url = settings.files ? storeFile(tenant, settings, origin) : ':memory:'
       store = (async () => {
         if (settings.files) fs.mkdirSync(path.dirname(url), { recursive: true })
-        const c = cds as unknown as { connect: { to(name: string, options: object): Promise<Database> }; linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object } } }
         const definitions: Record<string, object> = {}
-        const db = await c.connect.to(`data-federation-cache-${tenant}`, {
+        const db = await connectTo<Database>(`data-federation-cache-${tenant}`, {
           kind: 'sqlite',
           credentials: { url },
           // one store per tenant already: CAP's multitenancy must not add a tenant suffix to the file
           multiTenant: false,
-          model: c.linked(c.compile.for.nodejs({ definitions })),
+          model: linkedModel({ definitions }),
           silent: true,
         })
         if (LOG._debug) LOG.debug(`entity cache store for tenant '${tenant}' at ${url}`)
@@ -194,15 +196,14 @@ export class EntityCache {
   /** Creates the cache table of an entity in a store (dropping one left by an earlier process). */
   private async ensureTable(store: Store, entity: string, table = entity): Promise<void> {
     if (store.definitions[table]) return
-    const c = cds as unknown as { linked(csn: object): unknown; compile: { for: { nodejs(csn: object): object }; to: { sql(csn: object): string[] } } }
     const definition = cacheDefinition(entity)
-    const ddl = c.compile.to.sql({ definitions: { [table]: definition } } as object)
+    const ddl = sqlDdl({ definitions: { [table]: definition } })
     await store.db.tx(async tx => {
       await tx.run(`DROP TABLE IF EXISTS ${table.replace(/\./g, '_')}`)
       for (const statement of ddl) await tx.run(statement)
     })
     store.definitions[table] = definition
-    store.db.model = c.linked(c.compile.for.nodejs({ definitions: { ...store.definitions } }))
+    store.db.model = linkedModel({ definitions: { ...store.definitions } })
   }
 
   private async refresh(store: Store, tenant: string, table: string, info: DelegateInfo, options: CacheOptions, loadAll: (columns: string[]) => Promise<Row[]>): Promise<void> {
@@ -216,7 +217,7 @@ export class EntityCache {
         const columns = Object.keys(scalarElements(info.entity))
         const rows = await loadAll(columns)
         const entries = rows.map(row => Object.fromEntries(columns.map(c => [c, row[c] ?? null])))
-        const { DELETE, INSERT } = (cds as unknown as { ql: { DELETE: { from(e: string): object }; INSERT: { into(e: string): { entries(r: object[]): object } } } }).ql
+        const { DELETE, INSERT } = ql
         await store.db.tx(async tx => {
           await tx.run(DELETE.from(table))
           if (entries.length) await tx.run(INSERT.into(table).entries(entries))

@@ -10,11 +10,11 @@
  * are tagged `<tenant>|<entity>` so writes through the proxy drop them; the cache holds at most
  * `cacheEntries` entries (least recently used evicted first).
  */
-import cds from '@sap/cds'
 import type { CacheOptions, DelegateInfo } from '../delegate/model.js'
 import type { RemoteResult } from '../delegate/remote.js'
 import { delegateSettings } from '../delegate/keys.js'
 import { callerKey, callerScope } from './scope.js'
+import { currentContext } from '../../cap/index.js'
 
 interface Entry {
   value: RemoteResult
@@ -37,7 +37,7 @@ interface Context {
 }
 
 function context(): Context {
-  return ((cds as unknown as { context?: Context }).context ?? {}) as Context
+  return currentContext() ?? {}
 }
 
 /** The tenant part of cache keys and tags: '' when unscoped or without tenant. */

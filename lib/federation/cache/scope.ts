@@ -16,6 +16,8 @@ import cds from '@sap/cds'
 import { createHash } from 'node:crypto'
 import { LOGGER } from '../../constants.js'
 import { entityNamed, sourceOf, type DelegateInfo, type LinkedEntity } from '../delegate/model.js'
+import { requiredService } from '../../cap/settings.js'
+import { currentContext } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -31,8 +33,7 @@ interface Binding {
 }
 
 function bindingReasons(info: DelegateInfo): string[] {
-  const requires = (cds as unknown as { env: { requires: Record<string, Binding | undefined> } }).env.requires
-  const conf = requires[info.remoteService]
+  const conf = requiredService<Binding>(info.remoteService)
   const credentials = conf?.credentials ?? {}
   const reasons: string[] = []
   if (credentials.forwardAuthToken === true || conf?.forwardAuthToken === true) reasons.push(`its binding ${info.remoteService} forwards the user's token (forwardAuthToken)`)
@@ -83,7 +84,7 @@ interface Context {
 
 /** The caller part of a per-user cache key: tenant and user, hashed (fit for a table name). */
 export function callerKey(): string {
-  const ctx = ((cds as unknown as { context?: Context }).context ?? {}) as Context
+  const ctx: Context = currentContext() ?? {}
   return createHash('sha256').update(`${ctx.tenant ?? ''}\u0000${ctx.user?.id ?? ''}`).digest('hex').slice(0, 24)
 }
 

@@ -33,7 +33,7 @@ const scope = new AsyncLocalStorage<boolean>()
 const decided = new WeakMap<object, boolean>()
 
 function remoteEnv(): RemoteEnv | undefined {
-  const env = (cds as unknown as { env: { remote?: RemoteEnv } }).env.remote
+  const env: RemoteEnv | undefined = cds.env.remote
   return env && typeof env === 'object' ? env : undefined
 }
 

@@ -12,7 +12,6 @@
  * For a to-many expand into a local table with `$top/$skip`, the per-parent limit is pushed to
  * the database as a `row_number() over (partition by <join key> order by …)` window.
  */
-import cds from '@sap/cds'
 import {
   delegationOf, fenced, isAssociationElement, isToMany, joinPairs, keyFields, sideOf, targetOf,
   type JoinPair, type LinkedElement, type LinkedEntity,
@@ -21,6 +20,7 @@ import { and, chunk, delegateSettings, distinctTuples, keyPredicate, tupleId, ty
 import { connectRemote, type Row } from './remote.js'
 import { chunkByLength, inListCost, inStitch, usesInList } from './inlist.js'
 import { inProcessSlots } from '../../adapters/source/slots.js'
+import { primaryDatabase } from '../../cap/index.js'
 
 export interface Column {
   ref?: Array<string | { id: string; where?: Token[] }>
@@ -242,7 +242,7 @@ function orderTokens(orderBy: Column['orderBy'], fallback: string[]): Token[] {
  */
 async function windowedLocalRead(srv: QueryRunner, target: LinkedEntity, partition: string[], tuples: Tuple[], columns: Array<Column | '*'> | undefined, where: Token[] | undefined, orderBy: Column['orderBy'], limit: NonNullable<Column['limit']>): Promise<Row[]> {
   const keys = keyFields(target)
-  const db = (cds as unknown as { db: QueryRunner }).db
+  const db: QueryRunner = primaryDatabase()!
   const offset = limit.offset?.val ?? 0
   const rows = limit.rows?.val ?? Number.MAX_SAFE_INTEGER
   const { keyChunkSize } = delegateSettings()

@@ -24,6 +24,7 @@ import { inProcessSlots } from '../../adapters/source/slots.js'
 import { INTEGER_TYPES, builtinType, type CsnElement } from '../../model/csn.js'
 import { chunk, delegateSettings, type Token } from './keys.js'
 import { flatSelect } from './query.js'
+import { newRequest, urlify } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -178,15 +179,13 @@ function soleKey(target: RemoteRequest['target']): string | undefined {
 
 /** CAP's URL for a resolved SELECT (what its remote service would send). */
 function urlOf(remote: object, select: ResolvedSelect): string {
-  const { odata } = cds as unknown as { odata: { urlify(cqn: object, options: object): { path: string } } }
-  const { path } = odata.urlify({ SELECT: select }, remote)
+  const { path } = urlify({ SELECT: select }, remote)
   // as CAP's remote service does (servers that reject "( x")
   return `/${path.replace(/^\//, '')}`.replace(/\( /g, '(').replace(/ \)/g, ')')
 }
 
 function get(remote: InListRemote, path: string, req: RemoteRequest): Promise<unknown> {
-  const Request = (cds as unknown as { Request: new (init: object) => unknown }).Request
-  return remote.dispatch(new Request({ method: 'GET', path, target: req.target, headers: { ...req.headers } }))
+  return remote.dispatch(newRequest({ method: 'GET', path, target: req.target, headers: { ...req.headers } }))
 }
 
 /** The path of a page's `@odata.nextLink`, relative to the remote service root. */

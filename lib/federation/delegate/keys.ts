@@ -4,8 +4,8 @@
  * `or` chain that OData V2 also understands; the proxy's own reads send it to OData V4 remotes
  * as `k in (…)`, see inlist.ts); the database runs them as they are.
  */
-import cds from '@sap/cds'
 import { DELEGATE_DEFAULTS } from '../../constants.js'
+import { pluginSettings } from '../../cap/settings.js'
 
 export type Token = unknown
 export type Tuple = unknown[]
@@ -19,7 +19,7 @@ export const KEY_LIST_LENGTH = 6000
  * bound of a key list sent as `in`, which is otherwise bounded by `keyListLength` characters.
  */
 export function delegateSettings(): { keyChunkSize: number; keyChunkLimit: number | undefined; keyListLength: number; maxFilterKeys: number; cacheEntries: number } {
-  const conf = ((cds as unknown as { env: { requires: Record<string, { federation?: Record<string, unknown> } | undefined> } }).env.requires['data-pipeline']?.federation ?? {}) as Record<string, unknown>
+  const conf = pluginSettings<Record<string, unknown>>('federation')
   const positive = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : fallback)
   return {
     keyChunkSize: positive(conf.keyChunkSize, DELEGATE_DEFAULTS.keyChunkSize),

@@ -7,12 +7,13 @@
  * per remote source (the last registration wins there); lookups by full entity name are
  * preferred, so several consumer views of one remote entity never borrow each other's names.
  */
-import cds from '@sap/cds'
 import { ANNOTATIONS, DELEGATE_CACHE_STRATEGIES, DELEGATE_DEFAULTS, type DelegateCacheStrategy } from '../../constants.js'
 import { annotationValue } from '../annotations.js'
 import { projectionSource } from '../../model/csn.js'
 import { compileViewWhere, levelWhere, mapLevel, type LevelWhere, type ViewWhere } from './where.js'
 import type { Token } from './keys.js'
+import { allRequires } from '../../cap/settings.js'
+import { servedModel } from '../../cap/index.js'
 
 /** The parts of CAP's linked definitions read here. */
 export interface LinkedElement {
@@ -92,11 +93,11 @@ const REMOTE_KINDS = new Set(['odata', 'odata-v2', 'odata-v4', 'rest', 'hcql'])
 type Requires = Record<string, { kind?: string | Record<string, unknown>; service?: string; credentials?: Record<string, unknown> } | boolean | undefined>
 
 function requires(): Requires {
-  return ((cds as unknown as { env: { requires: Requires } }).env.requires ?? {}) as Requires
+  return allRequires() as Requires
 }
 
 function model(): { definitions: Record<string, LinkedEntity & { kind?: string }> } | undefined {
-  return (cds as unknown as { model?: { definitions: Record<string, LinkedEntity & { kind?: string }> } }).model
+  return servedModel<{ definitions: Record<string, LinkedEntity & { kind?: string }> }>()
 }
 
 export function entityNamed(name: string | undefined): LinkedEntity | undefined {

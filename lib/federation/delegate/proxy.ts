@@ -28,6 +28,7 @@ import { entityCache } from '../cache/entity.js'
 import { logCacheScope } from '../cache/scope.js'
 import { publicError, withCorrelation } from '../../security/redact.js'
 import { ViewWhereError } from './where.js'
+import { applicationServiceClass } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -302,7 +303,7 @@ export function registerDelegation(): void {
   registered = true
   cds.on('serving', (srv: unknown) => {
     const service = srv as ApplicationService & { constructor: unknown }
-    const ApplicationServiceClass = (cds as unknown as { ApplicationService: new (...args: unknown[]) => unknown }).ApplicationService
+    const ApplicationServiceClass = applicationServiceClass()
     if (!(service instanceof ApplicationServiceClass) || !service.entities) return
     try {
       attachDelegation(service)

@@ -14,6 +14,7 @@ import { nativeFetch } from './client.js'
 import { withInList } from './inlist.js'
 import { matchesNoRow, resolveViewWhere, withViewWhere } from './where.js'
 import { flatSelect } from './query.js'
+import { connectTo, newRequest } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -66,8 +67,9 @@ export async function passOn<T>(call: () => Promise<T>): Promise<T> {
  * expands among entities of the same remote — as CQN, with no translation to URLs.
  */
 export async function connectRemote(info: DelegateInfo): Promise<RemoteService> {
-  const remote = (await cds.connect.to(info.remoteService)) as unknown as RemoteService
-  if (remote.kind === 'hcql') prepareHcqlService(remote as unknown as Parameters<typeof prepareHcqlService>[0])
+  // an HCQL remote is CAP's remote service with the handler registration of every service
+  const remote = await connectTo<RemoteService & Parameters<typeof prepareHcqlService>[0]>(info.remoteService)
+  if (remote.kind === 'hcql') prepareHcqlService(remote)
   return remote
 }
 
@@ -173,7 +175,7 @@ async function fetchPages(info: DelegateInfo, remote: RemoteService, query: Sele
   const target = entityNamed(info.remoteEntity)
   let pages = 1
   while (path && (wanted === undefined || rows.length < wanted)) {
-    const request = new (cds as unknown as { Request: new (init: object) => unknown }).Request({ method: 'GET', path, target, headers: {} })
+    const request = newRequest({ method: 'GET', path, target, headers: {} })
     const page = await passOn(() => nativeFetch(remote, () => remote.dispatch(request)))
     pages++
     if (!Array.isArray(page) || !page.length) break

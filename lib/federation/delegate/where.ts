@@ -19,8 +19,8 @@
  *   `$count`, `$top`, key lists, paging and the entity cache's loads alike.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import cds from '@sap/cds'
 import { and, matchesNothing, type Token } from './keys.js'
+import { currentContext } from '../../cap/index.js'
 
 /** A view's where in the remote entity's element names, `$user`/`$tenant` still symbolic. */
 export interface ViewWhere {
@@ -178,7 +178,7 @@ interface Context {
 
 /** The value of `$user`, `$user.<attr>` or `$tenant` for the current request (undefined: none). */
 function variableValue(ref: string[]): unknown {
-  const ctx = ((cds as unknown as { context?: Context }).context ?? {}) as Context
+  const ctx: Context = currentContext() ?? {}
   if (ref[0] === '$tenant') return ctx.tenant ?? undefined
   const attribute = ref[1] ?? 'id'
   if (attribute === 'id') return ctx.user?.id
