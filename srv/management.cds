@@ -88,7 +88,7 @@ service DataPipelineManagementService {
     function inspectData(side : String, columnsJson : String, filters : String, top : Integer, skip : Integer) returns LargeString;
     function inspectCapabilities() returns LargeString;
     function flowMetadata() returns LargeString;
-    /** Writes the open rejects again (stored record through MAP, validation and WRITE) as a run; see README "Rejected records". */
+    /** Writes the open rejects again (stored record through MAP, validation and WRITE) as a run; see docs/concepts/rejects.md. */
     action replayRejects() returns RunResult;
   };
 
@@ -99,7 +99,7 @@ service DataPipelineManagementService {
     action retry(async : Boolean) returns RunResult;
   };
 
-  /** The event log of the runs (README "Run events"): `PipelineRuns(<ID>)/events`. */
+  /** The event log of the runs (docs/reference/management-api.md "Run events"): `PipelineRuns(<ID>)/events`. */
   @readonly
   entity PipelineRunEvents as projection on tracker.PipelineRunEvents;
 
@@ -139,7 +139,7 @@ service DataPipelineManagementService {
   function landscapeMetadata() returns LargeString;
   /** The next `count` (1–20, default 5) fire times of a schedule as an override gives it (ms, duration, cron, or `{ every | cron, engine }` as JSON). */
   function previewSchedule(schedule : String, count : Integer) returns LargeString;
-  /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see README "Multitenancy". */
+  /** Multitenancy, provider only: every subscribed tenant's pipelines (status, freshness, last run, last error); see docs/guide/multitenancy.md. */
   function tenantsOverview() returns many TenantPipeline;
   action execute(name : String, mode : String, trigger : String, async : Boolean, tenant : String) returns RunResult;
   action flush(name : String) returns Pipelines;

@@ -1,5 +1,5 @@
 /**
- * Watching a run's progress (README "Progress and freshness"): its PipelineRuns row sampled while
+ * Watching a run's progress (docs/concepts/counts.md "Progress", "Freshness"): its PipelineRuns row sampled while
  * it runs, and what samples of an advancing run look like. progress.test.ts, and the full refresh in
  * one transaction of full-refresh-writes.test.ts (a file of the `postgres` project: PostgreSQL shows
  * the progress beside the run's transaction, SQLite's one connection only at the end).

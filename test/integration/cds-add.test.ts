@@ -1,5 +1,5 @@
 /**
- * `cds add data-pipeline` (README "Setup") with the real tools, in one project shared by the cases:
+ * `cds add data-pipeline` (docs/getting-started.md) with the real tools, in one project shared by the cases:
  *
  *   cds init shop --nodejs                 (this repository's @sap/cds-dk 10)
  *   cds import CatalogService.edmx         (the $metadata of a real provider: test/fixtures/provider)

@@ -221,7 +221,7 @@ describe('crash recovery: kill -9 of a consumer mid-run', () => {
       expect(error.code).toBe('LEASE_EXPIRED')
       expect(error.message).toContain(firstRun[pipeline])
       expect(error.message).toMatch(/crashed or was killed/)
-      expect(stale.failedAt).toBe('guard') // README "Run events": its lease expired
+      expect(stale.failedAt).toBe('guard') // docs/reference/management-api.md "Run events": its lease expired
       // the statistics the killed run committed stay on its row
       expect(stale).toMatchObject({ created: committed[pipeline].rows, updated: 0 })
       const current = runs.find(r => r.ID === secondRun[pipeline])!

@@ -1,5 +1,5 @@
 /**
- * One data contract (issue 22; README "Semantics"): mapped records are checked against the
+ * One data contract (issue 22; docs/concepts/): mapped records are checked against the
  * target's CDS types — length, precision/scale, integer range, enum, not null, type — the same
  * way under `onError: 'fail'` (the run stops atomically, naming the record's key and the field)
  * and `onError: 'skip'` (the record is set aside), on every database: SQLite would store what

@@ -1,5 +1,5 @@
 /**
- * Deletes in delta mode (DESIGN "Deletes"; README "Deletes in delta mode") against a real
+ * Deletes in delta mode (DESIGN "Deletes"; docs/concepts/deletes.md) against a real
  * provider process (test/fixtures/provider, entity Items with `isDeleted`/`deletedAt`, served
  * over OData V4, V2 and HCQL) and a plain HTTP server for REST: rows soft-deleted or deleted at
  * the provider between runs leave the replica, counted as `deleted`; a sweep reads keys only in

@@ -1,5 +1,5 @@
 /**
- * Event-driven replication (issue 23, README "Event-driven replication"): a real OData provider,
+ * Event-driven replication (issue 23, docs/guide/event-driven.md): a real OData provider,
  * the consumer in-process, CAP's redis-messaging on the real Redis. The test plays the provider's
  * event side: it changes the provider's data, then emits the message a provider would emit.
  */

@@ -3,7 +3,7 @@
  * cap-js/incidents-app: `@odata.draft.enabled` Incidents (local) beside delegated Customers
  * (OData V4, provider A) and Products (OData V2, provider B). CAP's draft handling rewrites
  * every query of such a service into a derived query whose options are inherited (prototype)
- * properties; each query option the README says is forwarded must still reach the remote.
+ * properties; each query option docs/guide/delegate.md says is forwarded must still reach the remote.
  */
 import cds from '@sap/cds'
 import { useFederation } from '../helpers/federation'

@@ -1,5 +1,5 @@
 /**
- * Freshness (README "Progress and freshness") through the management API: `Pipelines.lastSuccess`
+ * Freshness (docs/concepts/counts.md "Progress", "Freshness") through the management API: `Pipelines.lastSuccess`
  * (when the last successful run ended) apart from `lastSync` (the data's watermark), the computed
  * `freshness` and `maxStaleness` of the Pipelines projection and of `status()`, a stale pipeline
  * as Warning in `landscapeMetadata`, `maxStaleness` as an override, and the progress fields of

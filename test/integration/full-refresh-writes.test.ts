@@ -3,7 +3,7 @@
  * truncate are plain INSERTs (no lookup of existing keys); anything else — keys repeated
  * across batches, out of order — still takes the counted UPSERT, so statistics stay honest
  * and nothing fails on a duplicate key. And the progress of a full refresh in one transaction
- * (README "Progress and freshness"): PostgreSQL (this file is part of the `postgres` project) shows
+ * (docs/concepts/counts.md "Progress", "Freshness"): PostgreSQL (this file is part of the `postgres` project) shows
  * it per batch beside the run's transaction; SQLite's only connection is the run's, the row shows the end.
  */
 import { useConsumer, ql } from '../helpers/consumer'
@@ -27,7 +27,7 @@ describe('full refresh writes', () => {
     expect(rows).toHaveLength(2500)
     expect(rows[0]).toEqual({ ID: 1, title: 'Book 1', author: 'Author 1', stock: 1 })
     expect(rows[2499]).toEqual({ ID: 2500, title: 'Book 2500', author: 'Author 0', stock: 0 })
-    // the same rows again: present before and identical (README "Statistics"), not deleted and created
+    // the same rows again: present before and identical (docs/concepts/counts.md "Statistics"), not deleted and created
     expect((await ctx.run('fr-ordered')).statistics).toEqual({ created: 0, updated: 0, unchanged: 2500, deleted: 0 })
   })
 

@@ -2,7 +2,7 @@
  * SAP HANA artifacts of an app that uses the plugin (issue 22): `cds build --for hana` of a copy
  * of the federation fixture — `@federation.replicate` projections, a `@federation.delegate`
  * one with a local entity associated to it, the tracker model (`cap-data-pipeline/db`) and the
- * management API (`cap-data-pipeline/srv/management`, as README "Production" says) — and a
+ * management API (`cap-data-pipeline/srv/management`, as docs/guide/production.md says) — and a
  * HANA-dialect compile (`to.sql` with `dialect: 'hana'`, `to.hdbtable`) of the same model as
  * the plugin's model hook enhances it. HANA itself is not run here: the fast write path is not
  * taken on HANA (test/unit/write-path.test.ts), every write goes through CAP's path.

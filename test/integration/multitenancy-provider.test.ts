@@ -1,6 +1,6 @@
 /**
  * The provider's operator (a user without tenant) against every part of `/pipeline/` in a
- * multitenant app (issue 37, point 2; README "Multitenancy", "The operator's view across
+ * multitenant app (issue 37, point 2; docs/guide/multitenancy.md, "The operator's view across
  * tenants"): test/fixtures/mtx/app with `@sap/cds-mtxs` in the same process, tenant t1 subscribed
  * and synced, once with `fanOutScheduledRuns` and once without. Pipelines and runs live in each
  * tenant's database, the provider has none of its own: no request of the provider answers 5xx.

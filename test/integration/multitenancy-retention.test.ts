@@ -1,5 +1,5 @@
 /**
- * Run retention per tenant (README "Run retention"): with CAP's real multitenancy (one SQLite
+ * Run retention per tenant (docs/reference/management-api.md "Run events"): with CAP's real multitenancy (one SQLite
  * database per tenant, test/fixtures/mtx/app) each tenant's runs are pruned in its own database,
  * after its own runs: `ticker` runs every 300 ms in every subscribed tenant (fan-out), t1's
  * succeed and t2's fail; `retention.runs.maxCount: 2` keeps each tenant's newest runs.

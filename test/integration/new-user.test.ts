@@ -1,6 +1,6 @@
 /**
- * A new user's path, end to end, with the real tools (README "Setup", "Usage", "Federation",
- * "Management API", "Console"; the README's quick start itself, as written, is readme-quickstart.test.ts):
+ * A new user's path, end to end, with the real tools (docs/getting-started.md, docs/guide/pipelines-in-code.md,
+ * guide/replicate.md, guide/delegate.md, reference/management-api.md, guide/console.md; the README's quick start itself, as written, is readme-quickstart.test.ts):
  *
  *   cds init bookshop --nodejs            (this repository's @sap/cds-dk 10)
  *   cds import CatalogService.edmx        (the $metadata of a real provider: test/fixtures/provider)
@@ -63,7 +63,7 @@ function recordingProxy(target: string): Promise<RecordingProxy> {
   })))
 }
 
-/** README "Security": /pipeline needs a role; the project's mocked user `admin` holds PipelineAdmin. */
+/** docs/guide/security.md: /pipeline needs a role; the project's mocked user `admin` holds PipelineAdmin. */
 const ADMIN = basicAuth('admin')
 
 async function http_(method: string, url: string, body?: object): Promise<{ status: number; body: any; text: string }> {
@@ -117,9 +117,9 @@ service ConsumerService {
 }
 `
 const SCHEMA_CDS = `namespace bookshop;
-using from 'cap-data-pipeline/db'; // README "Setup": the tracker tables
+using from 'cap-data-pipeline/db'; // docs/getting-started.md: the tracker tables
 
-/** Filled by a REST pipeline (README "Adapters"). */
+/** Filled by a REST pipeline (docs/reference/adapters.md). */
 entity Items {
   key id        : Integer;
       name      : String(100);
@@ -127,7 +127,7 @@ entity Items {
       updatedAt : Timestamp;
 }
 `
-/** README "Usage": pipelines registered in code when the app is served (ESM: cds init makes "type": "module" projects). */
+/** docs/guide/pipelines-in-code.md: pipelines registered in code when the app is served (ESM: cds init makes "type": "module" projects). */
 const SERVER_JS = `import cds from '@sap/cds'
 
 cds.on('served', async () => {
@@ -250,11 +250,11 @@ describe('a new user: cds init → cds import → npm add → annotate → cds d
     write(file('srv/consumer-service.cds'), CONSUMER_CDS)
     write(file('db/schema.cds'), SCHEMA_CDS)
     write(file('server.js'), SERVER_JS)
-    // README "Production": cds build reads the model from the project's files, so the management API is named in one
+    // docs/guide/production.md: cds build reads the model from the project's files, so the management API is named in one
     write(file('srv/pipeline-api.cds'), "using from 'cap-data-pipeline/srv/management';\n")
     const pkg = readJson(file('package.json'))
     pkg.cds.requires['data-pipeline'] = { management: { reuse: { api: true, console: true } } }
-    // README "Security": mocked users holding the plugin's roles, for development only
+    // docs/guide/security.md: mocked users holding the plugin's roles, for development only
     pkg.cds.requires['[development]'] = { auth: { kind: 'mocked', users: { admin: { password: 'admin', roles: ['PipelineAdmin'] }, viewer: { password: 'viewer', roles: ['PipelineViewer'] } } } }
     writeJson(file('package.json'), pkg)
     const cdsrc = readJson(file('.cdsrc.json'))

@@ -1,5 +1,5 @@
 /**
- * Partitioned full reads (issue 24, README "Performance"): a full copy reads `parallel` key
+ * Partitioned full reads (issue 24, docs/guide/partitioned-reads.md): a full copy reads `parallel` key
  * ranges of the real OData provider at once, feeding one writer. The provider (a child process)
  * counts the requests open at once and when each arrived (test/fixtures/provider/srv/faults.js).
  */

@@ -1,5 +1,5 @@
 /**
- * Deletes sweep with `parallel` > 1 (issue 24, README "Deletes in delta mode"): the source's keys
+ * Deletes sweep with `parallel` > 1 (issue 24, docs/concepts/deletes.md): the source's keys
  * are listed in key ranges at once, each merged with the replica's keys of the same range. The
  * provider (a child process) counts the requests open at once and when each arrived
  * (test/fixtures/provider/srv/faults.js).

@@ -117,7 +117,7 @@ service ReplicaService {
     const output = await runCds(['add', 'data-pipeline'], other)
     expect(output).toMatch(/creating srv[/\\]data-pipeline\.cds/)
     expect(securityNames(path.join(other, 'xs-security.json'))).toEqual({ scopes: ['$XSAPPNAME.Auditor', '$XSAPPNAME.Ops', '$XSAPPNAME.Admin'], templates: ['Auditor', 'Ops', 'Admin'] })
-    // and what `cds compile srv --to xsuaa` (README "Roles") says
+    // and what `cds compile srv --to xsuaa` (docs/guide/security.md "Roles") says
     expect(securityNames(path.join(other, 'xs-security.json'))).toEqual(securityNames(await compiledSecurity(other)))
   })
 

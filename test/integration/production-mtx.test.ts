@@ -31,7 +31,7 @@
  * The sidecar does not load the plugin (not a dependency of mtx/sidecar): the tables come from the
  * app's model that the build compiled with the plugin's model hooks (_main/srv/csn.json); the
  * engine's own subscribe hooks do not run, it reads the tenants from CAP's registry in t0 and sets
- * a tenant up on first use (README "Multitenancy", Limits). Not tested: subscribing an unsubscribed
+ * a tenant up on first use (docs/guide/multitenancy.md, Limits). Not tested: subscribing an unsubscribed
  * tenant again while the app runs — on SQLite the app's own CAP connection pool keeps the deleted
  * file open (CAP itself then serves the old rows), local SQLite only.
  */

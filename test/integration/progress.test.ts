@@ -1,5 +1,5 @@
 /**
- * Progress of a running run (README "Progress and freshness"): `PipelineRuns.processed`,
+ * Progress of a running run (docs/concepts/counts.md "Progress", "Freshness"): `PipelineRuns.processed`,
  * `expected` (the source's count of the run's filter), `percent`, `rowsPerSecond`, `remainingMs`
  * and `eta`, updated after every batch. The OData provider is a child process slowed down with
  * `faults({ delay })`, so the run row can be watched while the run reads; a REST source cannot
@@ -40,7 +40,7 @@ describe('progress of a run', () => {
     await ctx.provider.control.faults({ delay: 120 })
     const { runId, done } = await ctx.engine.execute('progress-changes', { async: true })
     const { samples, final } = await watch(runId, done)
-    // the 15 changed rows; the row at the settled watermark value is not read again (README "Watermarks")
+    // the 15 changed rows; the row at the settled watermark value is not read again (docs/concepts/delta.md "Watermarks, loss-free delta")
     expectAdvancing(samples, 15)
     expect([num(final.processed), num(final.expected), num(final.percent)]).toEqual([15, 15, 100])
   })

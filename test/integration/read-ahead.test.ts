@@ -1,5 +1,5 @@
 /**
- * Read-ahead of delta runs (issue 14, README "Performance"), against a real provider over HTTP:
+ * Read-ahead of delta runs (issue 14, docs/concepts/delta.md "Read-ahead"), against a real provider over HTTP:
  * the first page is requested while the run guard is taken, from where this process's previous
  * run left the pipeline; it is used only when the guard finds that position, and never where an
  * application handler of START or READ may change the read. (The tracker's frequent UPDATEs, run

@@ -1,5 +1,5 @@
 /**
- * README "Setup" → "Quick start", executed as written: the code blocks marked `<!-- quickstart:N -->`
+ * The README's quick start (the same steps are on docs/getting-started.md), executed as written: the code blocks marked `<!-- quickstart:N -->`
  * run in the order of N, in a fresh directory, with the real tools (this repository's
  * `@sap/cds-dk` as the `cds` command, npm, curl, bash) against a real provider
  * (test/fixtures/provider). Only these substitutions are made:
@@ -120,7 +120,7 @@ describe('README quick start, run as written', { timeout: 300_000 }, () => {
     check(block, output.slice(0, at))
   }
 
-  describe('when a step fails, step 6 answers what to do next, never SQL (README "When a step fails")', () => {
+  describe('when a step fails, step 6 answers what to do next, never SQL (README → docs/getting-started.md "When a step fails")', () => {
     const SQL = /no such table|does not exist|SQLITE_|\bSELECT\b|\bINSERT\b|\bFROM\s+\w+_\w+/i
     const alice = basicAuth('alice')
     const packageJson = () => path.join(cwd, 'package.json')

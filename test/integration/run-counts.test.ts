@@ -1,5 +1,5 @@
 /**
- * Counts that tell the truth (issue 22, README "Statistics"): a run counts created (keys new to
+ * Counts that tell the truth (issue 22, docs/concepts/counts.md "Statistics"): a run counts created (keys new to
  * the target), updated (present before, a value changed), unchanged (present and identical) and
  * deleted (gone from the source) — for full refreshes and delta runs, on the fast write path
  * (prepared statements, plain table) and CAP's path (a view), on SQLite and (project `postgres`)
@@ -126,7 +126,7 @@ describe.each([
 
   test('delta: re-read identical rows count unchanged, a changed row updated, a new row created, a swept row deleted', async () => {
     const name = `counts-delta-${slug}`
-    // stamps of now: the newest is not settled, so each later run re-reads it (README "Watermarks")
+    // stamps of now: the newest is not settled, so each later run re-reads it (docs/concepts/delta.md "Watermarks, loss-free delta")
     const t = Date.now()
     const at = (s: number) => new Date(t + s * 1000).toISOString()
     await source([1, 2, 3].map(n => ({ ID: ID(n), title: `t${n}`, qty: n, stamp: at(n - 3) })))

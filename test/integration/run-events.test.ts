@@ -1,5 +1,5 @@
 /**
- * README "Run events" (issue 25, points 1 and 5): the bounded event log of every run — start, guard,
+ * docs/reference/management-api.md "Run events" (issue 25, points 1 and 5): the bounded event log of every run — start, guard,
  * page reads, retries, write batches, errors, end — at `PipelineRuns(<ID>)/events` for every role
  * that reads runs; `failedAt` naming where a failed run failed, with its first error event; and
  * `PipelineRuns(<ID>)/retry()` for operators. Real provider over HTTP (faults injected there), the

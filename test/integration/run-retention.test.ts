@@ -1,5 +1,5 @@
 /**
- * README "Run retention" (issue 25, point 1: run events are retained with their run): after a run
+ * docs/reference/management-api.md "Run events" (issue 25, point 1: run events are retained with their run): after a run
  * ended, the runs of its pipeline beyond `retention.runs` (maxAge, maxCount) are deleted through
  * CAP with their events — never a running run, the last successful and the last failed run, or a
  * run with open rejects. Real provider over HTTP, the consumer's engine in process on SQLite (and,

@@ -1,5 +1,5 @@
 /**
- * Schema drift over HCQL (README "Schema drift"): the live schema is the provider's `/$csn`.
+ * Schema drift over HCQL (docs/concepts/drift.md): the live schema is the provider's `/$csn`.
  * The consumer is test/fixtures/hcql-consumer (its API imported with `cds import` from the
  * original provider's OData `$metadata`, bound with kind 'hcql'); behind its URL a real HTTP
  * proxy switches from the original provider to test/fixtures/drift/provider-b (the same

@@ -1,5 +1,5 @@
 /**
- * Schema drift (README "Schema drift", DESIGN "Semantics that must hold"): a source whose shape
+ * Schema drift (docs/concepts/drift.md, DESIGN "Semantics that must hold"): a source whose shape
  * changed is detected at run start and reported (warn) or stops the run before it writes (fail).
  *
  * The consumer (test/fixtures/consumer) keeps the API it imported with `cds import` from the

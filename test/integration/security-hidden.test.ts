@@ -106,7 +106,7 @@ describe('hidden fields never leave the target', () => {
     expect(leaked(done.join('\n')), 'DONE event').toEqual([])
     expect(lines.join('\n')).toContain('outside the approved band')
     expect(leaked(logged()), 'log lines').toEqual([])
-    // run events (README "Run events"): the error event quotes the redacted error, nothing else a record held
+    // run events (docs/reference/management-api.md "Run events"): the error event quotes the redacted error, nothing else a record held
     const runEvents = await GET(`/pipeline/PipelineRuns(${run.ID})/events?$orderby=seq`)
     expect(runEvents.status).toBe(200)
     const error = runEvents.data.value.find((e: { kind: string }) => e.kind === 'error')

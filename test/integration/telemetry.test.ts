@@ -1,5 +1,5 @@
 /**
- * README "Monitoring with OpenTelemetry": pipeline runs exported through the REAL @cap-js/telemetry.
+ * docs/guide/monitoring.md: pipeline runs exported through the REAL @cap-js/telemetry.
  *
  * - test/fixtures/telemetry/app lists @cap-js/telemetry; its `cds.requires.telemetry` keeps the
  *   plugin's kind and only points the trace and metric exporters at `exporter.js`, which appends every
@@ -93,7 +93,7 @@ describe('with @cap-js/telemetry: spans and metrics of pipeline runs', () => {
     expect(write.status.code).toBe(STATUS.ERROR)
   })
 
-  test('run events (README "Run events") as span events of the run span: start, guard, page reads, batches, end; a failed run its error with the phase', async () => {
+  test('run events (docs/reference/management-api.md "Run events") as span events of the run span: start, guard, page reads, batches, end; a failed run its error with the phase', async () => {
     await waitFor(() => spans().some(s => s.name === 'data-pipeline run books') && spans().some(s => s.name === 'data-pipeline run failing'))
     const books = spans().find(s => s.name === 'data-pipeline run books')!
     const names = books.events.map(e => e.name).filter(name => name.startsWith('data-pipeline.'))

@@ -1,5 +1,5 @@
 /**
- * The `events` option (README "Event-driven replication"): defaults, shorthands, and one
+ * The `events` option (docs/guide/event-driven.md): defaults, shorthands, and one
  * INVALID_CONFIG error naming the offending key for every misfit.
  */
 import { eventsOf, resolveEvents } from '../../lib/events/config'

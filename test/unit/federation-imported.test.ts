@@ -115,7 +115,7 @@ describe('imported APIs as cds import writes them', () => {
     expect(replica.config).toMatchObject({ source: { service: 'Provider', entity: 'Books' }, target: { entity: 'ConsumerService.Books' }, delta: { field: 'modifiedAt' }, schedule: 60000 })
   })
 
-  test('every option @federation.replicate accepts (README "Federation: replicate"): delta mode, field pairs, soft deletes, settle', async () => {
+  test('every option @federation.replicate accepts (docs/guide/replicate.md): delta mode, field pairs, soft deletes, settle', async () => {
     const csn = await compile(`${usingImports}
       @federation.replicate: { schedule: '10m', preload: { wait: true }, delta: { mode: 'datetime-fields', dateField: 'changedOn', timeField: 'changedAt', settle: '5m' } }
       entity Pairs as projection on v2.Books { key ID, title, changedDate as changedOn, changedTime as changedAt };
@@ -138,14 +138,14 @@ describe('imported APIs as cds import writes them', () => {
     expect(config('ByKey').delta).toEqual({ mode: 'key', field: 'ID' })
     expect(config('Soft').delta).toEqual({ field: 'modifiedAt', deletedField: 'isDeleted', deletedAction: 'flag' })
     expect(() => config('Unknown')).toThrow("@federation.replicate on 'Unknown': mode is unknown; expected one of schedule, preload, delta, events, parallel")
-    // key ranges a full copy reads at once (README "Performance")
+    // key ranges a full copy reads at once (docs/guide/partitioned-reads.md)
     expect(config('Wide').parallel).toBe(8)
     expect(config('ByKey').parallel).toBeUndefined()
     expect(() => config('TooWide')).toThrow("@federation.replicate on 'TooWide': parallel must be an integer between 1 and 32")
     expect(() => config('NotWide')).toThrow("@federation.replicate on 'NotWide': parallel must be an integer between 1 and 32")
   })
 
-  test('@federation.replicate: { events } subscribes the replica (README "Event-driven replication"); @federated takes events from its settings', async () => {
+  test('@federation.replicate: { events } subscribes the replica (docs/guide/event-driven.md); @federated takes events from its settings', async () => {
     const csn = await compile(`${usingImports}
       @federation.replicate: { events: { service: 'bus', topics: [{ topic: 'sap.s4.beh.book.v1.Book.Changed.v1', key: 'BookID' }], window: '100ms' } }
       entity Followed as projection on ext.Books { key ID, title, modifiedAt };

@@ -1,6 +1,6 @@
 /**
- * `cds.requires['data-pipeline'].retention` (lib/retention/settings.ts, README "Run
- * retention"): the defaults, `false` at either level, durations, and errors naming the key.
+ * `cds.requires['data-pipeline'].retention` (lib/retention/settings.ts, docs/reference/management-api.md
+ * "Run events" and docs/reference/settings.md): the defaults, `false` at either level, durations, and errors naming the key.
  */
 import cds from '@sap/cds'
 import { runRetentionSettings, RETENTION_DEFAULTS } from '../../lib/retention/settings'

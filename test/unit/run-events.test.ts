@@ -1,5 +1,5 @@
 /**
- * The bounded run event log (lib/runs/log.ts, README "Run events"): the bound holds whatever a run
+ * The bounded run event log (lib/runs/log.ts, docs/reference/management-api.md "Run events"): the bound holds whatever a run
  * records, the first error and the end always find room, the roll-up adds up what it replaced, and
  * messages carry no URL parameters or user info.
  */

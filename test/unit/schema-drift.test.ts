@@ -1,5 +1,5 @@
 /**
- * Schema drift (README "Schema drift"): the EDMX reading of `$metadata` (V4 and V2), the
+ * Schema drift (docs/concepts/drift.md): the EDMX reading of `$metadata` (V4 and V2), the
  * `schemaDrift` setting, and the comparison rules — which differences are breaking.
  */
 import { parseEdmx, entityOfCsn, type LiveShape } from '../../lib/adapters/source/live-shape'
