@@ -37,6 +37,18 @@ const LOG = cds.log(LOGGER.engine)
 
 export { describeError, prefetch }
 
+/** What one run's transfer works with: its source batches, transaction scope, watermark and soft deletes. */
+interface Transfer {
+  row: PipelineRow
+  trackerState: TrackerState
+  records: AsyncIterable<DataRecord[]>
+  atomic: boolean
+  db: QueryRunner
+  context: { runId: string; mode: RunRequest['mode']; batchIndex: number; atomic: boolean }
+  watermark: WatermarkTracker
+  softDeletes: ReturnType<typeof SoftDeletes.of>
+}
+
 export class PipelineRun {
   readonly runId = randomUUID()
   readonly statistics: WriteStatistics = { created: 0, updated: 0, deleted: 0 }
@@ -203,13 +215,41 @@ export class PipelineRun {
 
   /** START, READ, batches; returns the watermark to store. */
   private async transfer(row: PipelineRow): Promise<Watermark> {
+    const { pipeline, source } = this.prepared
+    const { runId, request } = this
+    const trackerState = this.readAhead?.state ?? this.trackerState(row)
+    trackerState.progress = this.meter.read // the source adds its counts there (README "Progress and freshness")
+    // a read under way since before the guard: the provider may have answered from that moment on
+    const readStart = this.readAhead?.startedAt ?? this.startTime
+    const records = await this.openRecords(row, trackerState)
+    // full and partial refreshes are atomic unless the config explicitly trades that for
+    // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
+    const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
+    const transfer: Transfer = {
+      row, trackerState, records, atomic, db: await connect('db'), context: { runId, mode: request.mode, batchIndex: 0, atomic },
+      watermark: new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, readStart, request.mode),
+      softDeletes: SoftDeletes.of(this.prepared),
+    }
+    await this.rejects?.start()
+    if (atomic) {
+      try {
+        await transfer.db.tx(() => this.writeAll(transfer))
+      } catch (error) {
+        // the run's one transaction was rolled back: none of the writes it counted happened
+        Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
+        delete this.statistics.unchanged
+        if (this.rejects) this.statistics.skipped = await this.rejects.afterRollback() // the first rejects are kept for examination
+        throw error
+      }
+    } else await this.writeAll(transfer)
+    return this.watermarkToStore(transfer, readStart)
+  }
+
+  /** START and READ: the source's record batches, checked for schema drift (a replay reads its open rejects instead). */
+  private async openRecords(row: PipelineRow, trackerState: TrackerState): Promise<AsyncIterable<DataRecord[]>> {
     const { pipeline, source, target } = this.prepared
     const { runId, request } = this
     const early = this.readAhead
-    const trackerState = early?.state ?? this.trackerState(row)
-    trackerState.progress = this.meter.read // the source adds its counts there (README "Progress and freshness")
-    // a read under way since before the guard: the provider may have answered from that moment on
-    const readStart = early?.startedAt ?? this.startTime
     this.recorder.enter('source')
     await this.dispatch(EVENTS.START, this.name, { runId, mode: request.mode, trigger: request.trigger, config: serializable(pipeline.config), tracker: row })
     if ((request.mode === 'full' || request.mode === 'delta') && pipeline.parallel > 1 && !source.readsPartitioned) sequentialNote(pipeline, `${source.constructor.name} reads page after page`)
@@ -221,107 +261,101 @@ export class PipelineRun {
     const stream = this.recorder.claimStream(readStream, request.replay ? 'mapping' : 'source')
     // schema drift (README "Schema drift"): checked before anything is written; a replay of
     // set-aside records reads no source, so it has no drift (flowMetadata keeps the latest real one)
-    const records = request.replay ? stream : await this.recorder.during('source', () => checkSchemaDrift(this.prepared, runId, stream))
+    return request.replay ? stream : await this.recorder.during('source', () => checkSchemaDrift(this.prepared, runId, stream))
+  }
 
-    const watermark = new WatermarkTracker(source.watermarkPlan(), { lastSync: trackerState.lastSync, lastKey: trackerState.lastKey }, readStart, request.mode)
-    // full and partial refreshes are atomic unless the config explicitly trades that for
-    // shorter transactions (`transaction: 'batch'`); delta runs commit per batch unless 'run'
-    const atomic = pipeline.config.transaction ? pipeline.config.transaction === 'run' : request.mode !== 'delta'
-    const db = await connect('db')
-    const context = { runId, mode: request.mode, batchIndex: 0, atomic }
-    const softDeletes = SoftDeletes.of(this.prepared)
-
-    const body = async () => {
-      // the rows deleted up front are an event of their own (a refresh counted by key reports 0 here and its deletes at the end)
-      const clearStart = performance.now()
-      if (request.mode === 'full') {
-        const deleted = await this.recorder.during('target', () => target.truncate(context))
-        this.statistics.deleted += deleted
-        this.recorder.cleared('full refresh', deleted, clearStart)
-      }
-      if (request.mode === 'partial-refresh') {
-        const deleted = await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
-        this.statistics.deleted += deleted
-        this.recorder.cleared('partial refresh', deleted, clearStart)
-      }
-      let batchIndex = 0
-      for await (const batch of prefetch(records)) {
-        if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
-        if (!request.replay) watermark.observe(batch)
-        const gone = softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
-        const index = batchIndex++
-        // returns the run's totals including this batch; they count only once the batch commits
-        let mappedRecords: DataRecord[] = []
-        const writeBatch = async (tx?: QueryRunner): Promise<WriteStatistics> => {
-          try {
-            return await writeBatchOf(tx)
-          } catch (error) {
-            // a run error never quotes a hidden field's value (PipelineRuns.error, lastError, DONE, logs)
-            throw redactError(error, hiddenValuesOf(fieldPolicy(this.prepared), batch, mappedRecords))
-          }
-        }
-        const writeBatchOf = async (tx?: QueryRunner): Promise<WriteStatistics> => {
-          const totals = { ...this.statistics }
-          // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
-          if (this.rejects) addStatistics(totals, await this.recorder.during('target', () => this.rejects!.processBatch(batch, index, request.mode, tx)))
-          const mapped = this.rejects ? {} : await this.recorder.during('mapping', () => this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] }))
-          const records = stampOrigin(mapped.targetRecords as DataRecord[] | undefined, pipeline.config.source.origin)
-          mappedRecords = records
-          if (records.length) {
-            await this.recorder.during('mapping', async () => this.validator?.assertValid(records, this.name))
-            const written = await this.recorder.during('target', () => this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined }))
-            addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
-          }
-          if (gone.length) totals.deleted += await this.recorder.during('target', () => softDeletes!.apply(gone, { ...context, batchIndex: index }))
-          // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
-          const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
-          if (tx) await this.tracker.progress(runId, totals, tx, this.meter.snapshot(batch.length))
-          if (tx && changed) {
-            const checkpoint: Checkpoint = { runId, ...watermark.checkpoint() }
-            await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
-          }
-          return totals
-        }
-        this.recorder.enter('target') // from here on an error nothing claims is the target's (commits, bookkeeping)
-        const before = { ...this.statistics }
-        const writeStart = performance.now()
-        Object.assign(this.statistics, atomic ? await writeBatch() : await db.tx(tx => writeBatch(tx)))
-        this.recorder.batchWritten(index, batch.length, writeStart, before, this.statistics)
-        this.meter.processed += batch.length
-        if (atomic) await this.atomicProgress()
-        if (!atomic) this.rejects?.committed()
-        if (!atomic || !singleConnection()) await this.events.due() // SQLite: the run's one transaction holds the only connection
-        this.rejects?.checkLimit(this.statistics.skipped ?? 0)
-      }
-      if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId, atomic, db, context, row })
-      // a full refresh counts by key against the rows before it, not its truncate and rewrite
-      if (request.mode === 'full' && atomic) {
-        const reconcileStart = performance.now()
-        const counts = await target.reconcileRefresh?.(context)
-        if (counts) {
-          // the batches counted by key as well: normally only the rows gone from the source remain to report
-          this.recorder.refreshReconciled(this.statistics, counts, reconcileStart)
-          Object.assign(this.statistics, counts)
-        }
+  /** The writes of the run: the refresh's clearing, every batch, then the sweep (delta) or the refresh's count by key (full). */
+  private async writeAll(transfer: Transfer): Promise<void> {
+    const { target } = this.prepared
+    const { request } = this
+    const { context, trackerState } = transfer
+    // the rows deleted up front are an event of their own (a refresh counted by key reports 0 here and its deletes at the end)
+    const clearStart = performance.now()
+    if (request.mode === 'full') {
+      const deleted = await this.recorder.during('target', () => target.truncate(context))
+      this.statistics.deleted += deleted
+      this.recorder.cleared('full refresh', deleted, clearStart)
+    }
+    if (request.mode === 'partial-refresh') {
+      const deleted = await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
+      this.statistics.deleted += deleted
+      this.recorder.cleared('partial refresh', deleted, clearStart)
+    }
+    let batchIndex = 0
+    for await (const batch of prefetch(transfer.records)) await this.writeOneBatch(transfer, batch, batchIndex++)
+    if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId: this.runId, atomic: transfer.atomic, db: transfer.db, context, row: transfer.row })
+    // a full refresh counts by key against the rows before it, not its truncate and rewrite
+    if (request.mode === 'full' && transfer.atomic) {
+      const reconcileStart = performance.now()
+      const counts = await target.reconcileRefresh?.(context)
+      if (counts) {
+        // the batches counted by key as well: normally only the rows gone from the source remain to report
+        this.recorder.refreshReconciled(this.statistics, counts, reconcileStart)
+        Object.assign(this.statistics, counts)
       }
     }
-    await this.rejects?.start()
-    if (atomic) {
+  }
+
+  /** One batch: written in the run's transaction (atomic) or a transaction of its own, then counted, events and limits checked. */
+  private async writeOneBatch(transfer: Transfer, batch: DataRecord[], index: number): Promise<void> {
+    const { runId, request } = this
+    if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
+    if (!request.replay) transfer.watermark.observe(batch)
+    const gone = transfer.softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
+    const mapped: { records: DataRecord[] } = { records: [] }
+    const write = async (tx?: QueryRunner): Promise<WriteStatistics> => {
       try {
-        await db.tx(() => body())
+        return await this.writeBatch(transfer, batch, index, gone, mapped, tx)
       } catch (error) {
-        // the run's one transaction was rolled back: none of the writes it counted happened
-        Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
-        delete this.statistics.unchanged
-        if (this.rejects) this.statistics.skipped = await this.rejects.afterRollback() // the first rejects are kept for examination
-        throw error
+        // a run error never quotes a hidden field's value (PipelineRuns.error, lastError, DONE, logs)
+        throw redactError(error, hiddenValuesOf(fieldPolicy(this.prepared), batch, mapped.records))
       }
-    } else await body()
-    // a replay leaves the watermark where it was
-    if (request.replay) return { lastSync: toIso(row.lastSync), lastKey: row.lastKey }
-    const result = watermark.result()
+    }
+    this.recorder.enter('target') // from here on an error nothing claims is the target's (commits, bookkeeping)
+    const before = { ...this.statistics }
+    const writeStart = performance.now()
+    Object.assign(this.statistics, transfer.atomic ? await write() : await transfer.db.tx(tx => write(tx)))
+    this.recorder.batchWritten(index, batch.length, writeStart, before, this.statistics)
+    this.meter.processed += batch.length
+    if (transfer.atomic) await this.atomicProgress()
+    if (!transfer.atomic) this.rejects?.committed()
+    if (!transfer.atomic || !singleConnection()) await this.events.due() // SQLite: the run's one transaction holds the only connection
+    this.rejects?.checkLimit(this.statistics.skipped ?? 0)
+  }
+
+  /** MAP, validation and WRITE of a batch (or the rejects' own processing), soft deletes, progress and checkpoint; the run's totals including it. */
+  private async writeBatch(transfer: Transfer, batch: DataRecord[], index: number, gone: DataRecord[], mapped: { records: DataRecord[] }, tx?: QueryRunner): Promise<WriteStatistics> {
+    const { runId, request } = this
+    const totals = { ...this.statistics }
+    // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
+    if (this.rejects) addStatistics(totals, await this.recorder.during('target', () => this.rejects!.processBatch(batch, index, request.mode, tx)))
+    const mapResult = this.rejects ? {} : await this.recorder.during('mapping', () => this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] }))
+    const records = stampOrigin(mapResult.targetRecords as DataRecord[] | undefined, this.prepared.pipeline.config.source.origin)
+    mapped.records = records
+    if (records.length) {
+      await this.recorder.during('mapping', async () => this.validator?.assertValid(records, this.name))
+      const written = await this.recorder.during('target', () => this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined }))
+      addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
+    }
+    if (gone.length) totals.deleted += await this.recorder.during('target', () => transfer.softDeletes!.apply(gone, { ...transfer.context, batchIndex: index }))
+    // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
+    const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
+    if (tx) await this.tracker.progress(runId, totals, tx, this.meter.snapshot(batch.length))
+    if (tx && changed) {
+      const checkpoint: Checkpoint = { runId, ...transfer.watermark.checkpoint() }
+      await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
+    }
+    return totals
+  }
+
+  /** The watermark the tracker stores after the run (a replay leaves it where it was). */
+  private watermarkToStore(transfer: Transfer, readStart: Date): Watermark {
+    const { pipeline, source } = this.prepared
+    const { row, trackerState } = transfer
+    if (this.request.replay) return { lastSync: toIso(row.lastSync), lastKey: row.lastKey }
+    const result = transfer.watermark.result()
     // a pipeline that always refreshes fully has no watermark: lastSync is the time its data reflects
-    if (pipeline.mode === 'full' && request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
+    if (pipeline.mode === 'full' && this.request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
     // an unordered source (REST): rows changed during the read may sort below the highest value seen
     if (!source.readsInWatermarkOrder && result.lastSync && Date.parse(result.lastSync) > readStart.getTime())
       return { ...result, lastSync: trackerState.lastSync && Date.parse(trackerState.lastSync) > readStart.getTime() ? trackerState.lastSync : readStart.toISOString() }
