@@ -12,9 +12,9 @@
  */
 import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
-import { describeError } from '../engine/run-support.js'
-import type { EventDispatcher, PreparedPipeline } from '../engine/run-types.js'
-import type { Tracker } from '../engine/tracker.js'
+import { describeError } from '../engine/run/support.js'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run/types.js'
+import type { Tracker } from '../engine/tracker/index.js'
 import { applyBatch } from './apply.js'
 import { pause, type PendingKey, type PendingKeys } from './store.js'
 import type { EventStats } from './stats.js'

@@ -5,7 +5,7 @@
  * names are checked later against the source entity (subscribe.ts), when the model is at hand.
  */
 import { invalidConfig } from '../pipeline/errors.js'
-import { parseDuration } from '../engine/duration.js'
+import { parseDuration } from '../engine/config/duration.js'
 import type { EventAction, EventTopicConfig, EventsConfig, EventsInput, PipelineConfig } from '../pipeline/types.js'
 import { isPlainObject } from '../pipeline/json.js'
 

@@ -5,8 +5,8 @@
  * message is applied in its tenant's database (tenant.ts): one batcher per pipeline and tenant.
  */
 import cds from '@sap/cds'
-import type { EventDispatcher, PreparedPipeline } from '../engine/run-types.js'
-import type { Tracker } from '../engine/tracker.js'
+import type { EventDispatcher, PreparedPipeline } from '../engine/run/types.js'
+import type { Tracker } from '../engine/tracker/index.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { findEntity, keyNames } from '../model/csn.js'
 import { readsByKey } from './fetch.js'

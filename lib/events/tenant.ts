@@ -5,7 +5,7 @@
  * multitenancy active, that tenant's keys, micro-batches and statistics live in its own database;
  * a message without a tenant (or a single-tenant app) stays in the provider's database, as before.
  */
-import { contextTenant } from '../engine/tenancy.js'
+import { contextTenant } from '../engine/tenancy/index.js'
 import { inTenant, isUnsubscribed, tenancySettings } from '../tenancy/index.js'
 
 /** Whether the engine works per tenant (its multitenancy is active). */

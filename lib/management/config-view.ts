@@ -3,12 +3,12 @@
  * and the console.
  */
 import { DEFAULTS, MULTITENANCY } from '../constants.js'
-import { serializable } from '../engine/config.js'
+import { serializable } from '../engine/config/index.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
-import { OVERRIDABLE_PATHS, type Overrides } from '../engine/overrides.js'
-import { scheduleLabel } from '../engine/schedule.js'
+import { OVERRIDABLE_PATHS, type Overrides } from '../engine/config/overrides.js'
+import { scheduleLabel } from '../engine/schedule/index.js'
 import { eventsOf, type ResolvedEvents } from '../events/config.js'
-import { settingRules, type SettingRule } from '../engine/setting-rules.js'
+import { settingRules, type SettingRule } from '../engine/config/rules.js'
 
 export interface ConfigField {
   path: string

@@ -7,8 +7,8 @@ import { EVENTS } from '../constants.js'
 import { sourceKindOf } from '../adapters/factory.js'
 import { deviations } from './config-view.js'
 import type { ResolvedPipeline } from '../pipeline/types.js'
-import type { Overrides } from '../engine/overrides.js'
-import { latestDrift, type SchemaDriftReport } from '../engine/drift.js'
+import type { Overrides } from '../engine/config/overrides.js'
+import { latestDrift, type SchemaDriftReport } from '../engine/drift/index.js'
 
 export type GraphStatus = 'None' | 'Success' | 'Warning' | 'Error'
 

@@ -1,11 +1,11 @@
 /**
  * Rejected records as the management service answers them: hidden fields are stripped when a
- * reject is stored (engine/rejects.ts); rows stored before that are stripped here too, also when
+ * reject is stored (engine/records/rejects.ts); rows stored before that are stripped here too, also when
  * expanded from a run or a pipeline. Sensitive fields read are audited (SensitiveDataRead).
  */
 import { fieldPolicy } from '../security/hidden.js'
 import { auditRejectRead, storedWithout } from '../security/reject-records.js'
-import type { PreparedPipeline } from '../engine/run-types.js'
+import type { PreparedPipeline } from '../engine/run/types.js'
 
 /** The part of the registry this needs. */
 export interface PreparedPipelines {

@@ -3,7 +3,7 @@
  * answer, and what the provider's guards look at (event, target, query). CAP's request objects
  * carry more; these are the parts the service relies on.
  */
-import { contextTenant } from '../engine/tenancy.js'
+import { contextTenant } from '../engine/tenancy/index.js'
 import { tenancySettings } from '../tenancy/settings.js'
 
 export interface OperationRequest {

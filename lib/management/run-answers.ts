@@ -4,10 +4,10 @@
  * of this process's running runs, and the schema drift of a pipeline's newest run.
  */
 import { REPLICATION_MODES, RUNS_ENTITY, RUN_TRIGGERS } from '../constants.js'
-import { liveProgress, liveStatistics } from '../engine/run-statistics.js'
-import { latestDrift, type SchemaDriftReport } from '../engine/drift.js'
+import { liveProgress, liveStatistics } from '../engine/run/statistics.js'
+import { latestDrift, type SchemaDriftReport } from '../engine/drift/index.js'
 import { connect, ql } from '../model/ql.js'
-import type { PipelineRow } from '../engine/tracker.js'
+import type { PipelineRow } from '../engine/tracker/index.js'
 
 const MODE_NAMES: Record<string, string> = { delta: 'Delta (changes since the last run)', full: 'Full refresh' }
 const TRIGGER_NAMES: Record<string, string> = { manual: 'Manual', scheduled: 'Scheduled', external: 'External scheduler', event: 'Event' }

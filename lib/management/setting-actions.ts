@@ -4,9 +4,9 @@
  * with errors naming the parameter (400).
  */
 import { PipelineError } from '../pipeline/errors.js'
-import { flattenOverrides, type Overrides } from '../engine/overrides.js'
-import { parseCron, parseSchedule } from '../engine/schedule.js'
-import { MAX_OVERRIDES_LENGTH } from '../engine/limits.js'
+import { flattenOverrides, type Overrides } from '../engine/config/overrides.js'
+import { parseCron, parseSchedule } from '../engine/schedule/index.js'
+import { MAX_OVERRIDES_LENGTH } from '../engine/config/limits.js'
 import { asOverride, asParameter, requiredString } from './parameters.js'
 
 /** setSchedule: the schedule entry its parameters describe (cron needs the queued engine). */
@@ -24,7 +24,7 @@ export function scheduleParameter(data: Record<string, unknown>): { cron: string
   const schedule = hasCron
     ? { cron: asParameter(() => parseCron(cron, 'cron'), 'cron'), engine: 'queued' as const }
     : { ...(every !== undefined && every !== null ? { every: every as number } : {}), engine: (engine ?? 'spawn') as 'spawn' | 'queued' }
-  // the bounds every entry shares (lib/engine/limits.ts), naming this action's parameter
+  // the bounds every entry shares (lib/engine/config/limits.ts), naming this action's parameter
   asParameter(() => parseSchedule(schedule, 'schedule'), hasCron ? 'cron' : 'every')
   return schedule
 }

@@ -5,10 +5,10 @@
  * (resolvePipeline through the registry, parseSchedule, nextCronTime), never a copy of it.
  */
 import { PipelineError } from '../pipeline/errors.js'
-import { flattenOverrides, type Overrides } from '../engine/overrides.js'
+import { flattenOverrides, type Overrides } from '../engine/config/overrides.js'
 import { parseSchedule, scheduleLabel } from '../engine/schedule/spec.js'
 import { nextCronTime } from '../engine/schedule/cron.js'
-import { MAX_OVERRIDES_LENGTH } from '../engine/limits.js'
+import { MAX_OVERRIDES_LENGTH } from '../engine/config/limits.js'
 import type { ScheduleInput } from '../pipeline/types.js'
 
 export interface SettingProblem {

@@ -8,13 +8,13 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, RUNS_ENTITY } from '../constants.js'
-import { contextTenant, tenancy } from '../engine/tenancy.js'
+import { contextTenant, tenancy } from '../engine/tenancy/index.js'
 import { connect, ql } from '../model/ql.js'
 import { PipelineError } from '../pipeline/errors.js'
 import { freshnessOf } from './metadata.js'
-import type { PipelineRegistry, FanOutOutcome } from '../engine/registry.js'
-import type { PipelineRow } from '../engine/tracker.js'
-import { addStatistics } from '../engine/run-statistics.js'
+import type { PipelineRegistry, FanOutOutcome } from '../engine/registry/index.js'
+import type { PipelineRow } from '../engine/tracker/index.js'
+import { addStatistics } from '../engine/run/statistics.js'
 import type { WriteStatistics } from '../adapters/types.js'
 
 const LOG = cds.log(LOGGER.tenancy)

@@ -2,7 +2,7 @@
  * The pipeline definition as types: the config users pass to `addPipeline`, what the engine
  * resolves it to, and the records flowing through a pipeline. Shared by the adapters (which
  * read and write records for a resolved pipeline) and the engine (which resolves and runs it);
- * the rules and validation live in engine/config.ts, the adapters' contracts in adapters/types.ts.
+ * the rules and validation live in engine/config/index.ts, the adapters' contracts in adapters/types.ts.
  */
 import type { DeltaMode, ReplicationMode, ScheduleEngine, TransactionScope } from '../constants.js'
 

@@ -9,8 +9,8 @@
 import cds from '@sap/cds'
 import { LOGGER, RUNS_ENTITY } from '../constants.js'
 import { connect, ql, type QueryRunner } from '../model/ql.js'
-import { contextTenant, tenantKey } from '../engine/tenancy.js'
-import { trackTenantWork } from '../engine/tenant-work.js'
+import { contextTenant, tenantKey } from '../engine/tenancy/index.js'
+import { trackTenantWork } from '../engine/tenancy/tenant-work.js'
 import { detached } from '../engine/registry/background.js'
 import { runRetentionSettings, type RunRetentionSettings } from './settings.js'
 

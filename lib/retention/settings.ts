@@ -11,7 +11,7 @@
 import cds from '@sap/cds'
 import { SERVICE_NAME } from '../constants.js'
 import { invalidConfig } from '../pipeline/errors.js'
-import { parseDuration } from '../engine/duration.js'
+import { parseDuration } from '../engine/config/duration.js'
 import { isPlainObject } from '../pipeline/json.js'
 
 export const RETENTION_DEFAULTS = { maxAge: 90 * 86_400_000, maxCount: 1000, interval: 5 * 60_000 } as const

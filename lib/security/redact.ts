@@ -167,7 +167,7 @@ export function publicError(error: unknown, what?: string): PublicError {
   const id = typeof known === 'string' ? known : (named ?? correlationId())
   const detail = redactText(raw)
   const database = isDatabaseError(error)
-  // what the user is to do next, where the run could tell (engine/guidance.ts)
+  // what the user is to do next, where the run could tell (engine/run/guidance.ts)
   const guidance = (error as { guidance?: unknown } | undefined)?.guidance
   if (typeof guidance === 'string') return { message: redactText(guidance), detail, correlationId: id, database }
   if (!database) return { message: detail, detail, correlationId: id, database: false }

@@ -1,7 +1,7 @@
 /** Running code in a tenant's context: CAP then uses that tenant's database (and model). */
 import { assertTenantId } from '../security/tenant-id.js'
 import { PipelineError } from '../pipeline/errors.js'
-import { trackTenantWork } from '../engine/tenant-work.js'
+import { trackTenantWork } from '../engine/tenancy/tenant-work.js'
 import { inContext, privilegedUser } from '../cap/index.js'
 
 /**

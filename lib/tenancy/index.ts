@@ -4,7 +4,7 @@
  * schedules and overrides, and the subscribe/upgrade/unsubscribe hooks.
  */
 import { attachDeploymentHooks } from './hooks.js'
-import { useTenancy } from '../engine/tenancy.js'
+import { useTenancy } from '../engine/tenancy/index.js'
 import { tenancySettings, tenantOverrides } from './settings.js'
 import { subscribedTenants } from './tenants.js'
 import { inTenant } from './context.js'

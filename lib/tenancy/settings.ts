@@ -18,7 +18,7 @@
  */
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
-import type { Overrides } from '../engine/overrides.js'
+import type { Overrides } from '../engine/config/overrides.js'
 import { PipelineError } from '../pipeline/errors.js'
 
 const LOG = cds.log(LOGGER.tenancy)

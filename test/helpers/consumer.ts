@@ -6,7 +6,7 @@ import path from 'node:path'
 import { FIXTURES, startProvider, type ProviderControl, type RunningApp } from './apps'
 import { sharedProvider } from './shared-provider'
 import type DataPipelineService from '../../srv/data-pipeline'
-import type { RunOutcome } from '../../lib/engine/run'
+import type { RunOutcome } from '../../lib/engine/run/index'
 
 export interface ConsumerContext {
   provider: RunningApp & { control: ProviderControl }

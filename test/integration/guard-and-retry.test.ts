@@ -173,7 +173,7 @@ describe('retry', () => {
   })
 })
 
-// the guard's and the tracker's UPDATEs (engine/rendered-update.ts): SQL of each database, affected rows as its driver counts them
+// the guard's and the tracker's UPDATEs (engine/tracker/rendered-update.ts): SQL of each database, affected rows as its driver counts them
 describe('tracker UPDATEs rendered once per shape', () => {
   beforeEach(async () => {
     await ctx.provider.control.reset()
@@ -193,7 +193,7 @@ describe('tracker UPDATEs rendered once per shape', () => {
 
     // the same class on its own: CAP's values, and CAP's path where a value needs CAP's conversion
     // imported here: loading lib modules early would load cds.env before cds.test picks the folder
-    const { RenderedUpdates } = await import('../../lib/engine/rendered-update')
+    const { RenderedUpdates } = await import('../../lib/engine/tracker/rendered-update')
     const updates = new RenderedUpdates()
     const tx = cds.db as unknown as Parameters<InstanceType<typeof RenderedUpdates>['run']>[0]
     expect(await updates.run(tx, PIPELINES, { lastError: 'x', errorCount: { '+=': 2 }, checkpoint: null }, { name: 'ahead-sql' })).toBe(1)

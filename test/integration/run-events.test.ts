@@ -12,7 +12,7 @@ import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { BOUND, client, waitFor, type HttpResponse } from '../helpers/management'
 import type DataPipelineService from '../../srv/data-pipeline'
-import type { RunOutcome } from '../../lib/engine/run'
+import type { RunOutcome } from '../../lib/engine/run/index'
 
 const CANARY = 'CANARY-SECRET'
 const ctx = {} as { provider: RunningApp & { control: ProviderControl }; engine: DataPipelineService; run(name: string): Promise<RunOutcome> }

@@ -12,7 +12,7 @@ import { sharedProvider } from '../helpers/shared-provider'
 import { ql } from '../helpers/consumer'
 import { waitFor } from '../helpers/wait'
 import type DataPipelineService from '../../srv/data-pipeline'
-import type { RunOutcome } from '../../lib/engine/run'
+import type { RunOutcome } from '../../lib/engine/run/index'
 
 const ctx = {} as { provider: RunningApp & { control: ProviderControl }; engine: DataPipelineService }
 beforeAll(async () => {

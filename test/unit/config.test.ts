@@ -2,7 +2,7 @@
  * Registration validation: `resolvePipeline` rejects incoherent configs with one
  * INVALID_CONFIG error naming the offending key, and infers shape and defaults.
  */
-import { resolvePipeline, serializable, configFingerprint } from '../../lib/engine/config'
+import { resolvePipeline, serializable, configFingerprint } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 import { PipelineError } from '../../lib/pipeline/errors'
 

@@ -1,9 +1,9 @@
 /**
  * The typed configuration editor's logic (app/pipeline-console/webapp/model/settings.ts) with the
- * rules as the server serves them (lib/engine/setting-rules.ts): controls per type, inline checks,
+ * rules as the server serves them (lib/engine/config/rules.ts): controls per type, inline checks,
  * the diff against the current overrides, payloads, and reset to coded.
  */
-import { settingRules } from '../../lib/engine/setting-rules'
+import { settingRules } from '../../lib/engine/config/rules'
 import { CODED, choose, diff, editorsOf, isChanged, payloads, problemOf, resetToCoded, type ServedField, type SettingEditor } from '../../app/pipeline-console/webapp/model/settings'
 
 const rules = settingRules()

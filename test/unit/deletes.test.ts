@@ -2,10 +2,10 @@
  * Deletes in delta mode, the pure parts: `deletes`/`delta.deletedField` validation (errors name
  * the key), the soft-delete value rule and the key order the sweep merges in.
  */
-import { resolvePipeline } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
-import { isDeletedValue } from '../../lib/engine/soft-delete'
-import { KeyCursor, comparator } from '../../lib/engine/sweep'
+import { isDeletedValue } from '../../lib/engine/deletes/soft-delete'
+import { KeyCursor, comparator } from '../../lib/engine/deletes/index'
 
 const base: PipelineConfig = { name: 'p', source: { service: 'S', entity: 'Items' }, target: { entity: 'my.Items' } }
 const resolve = (extra: Partial<PipelineConfig>, options = {}) => resolvePipeline({ ...base, ...extra } as PipelineConfig, options)

@@ -1,11 +1,11 @@
 /**
- * lib/engine/guidance.ts: a failed run's next step from the error's facts, for every database's
+ * lib/engine/run/guidance.ts: a failed run's next step from the error's facts, for every database's
  * way of saying "missing table" and every way a remote call fails (the shapes CAP's remote
  * client gives: the client's error in `reason`, its `code` and `response.status`). The running
  * cases (SQLite, PostgreSQL, a real provider) are in readme-quickstart and federation-replicate.
  */
 import cds from '@sap/cds'
-import { explainFailure } from '../../lib/engine/guidance'
+import { explainFailure } from '../../lib/engine/run/guidance'
 import { PipelineError } from '../../lib/pipeline/errors'
 import type { ResolvedPipeline } from '../../lib/pipeline/types'
 

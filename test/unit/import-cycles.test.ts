@@ -93,7 +93,7 @@ test('no file of lib/, srv/ and the package entries is part of an import circle,
   expect(findCycle(graph)?.join(' → ')).toBeUndefined()
 })
 
-test('lib/ imports nothing from srv/ (the service depends on the library; the library reaches it through lib/engine/port.ts)', () => {
+test('lib/ imports nothing from srv/ (the service depends on the library; the library reaches it through lib/engine/registry/port.ts)', () => {
   const upward = [...fileGraph()].flatMap(([file, edges]) => file.startsWith('lib') ? [...edges].filter(to => to.startsWith('srv')).map(to => `${file} → ${to}`) : [])
   expect(upward).toEqual([])
 })

@@ -1,9 +1,9 @@
 /**
- * Overrides of onError, schemaDrift and deletes (lib/engine/overrides.ts): accepted paths, applied
+ * Overrides of onError, schemaDrift and deletes (lib/engine/config/overrides.ts): accepted paths, applied
  * over the coded config without touching it, and validated like the coded config (errors name the key).
  */
-import { applyOverrides, flattenOverrides } from '../../lib/engine/overrides'
-import { resolvePipeline } from '../../lib/engine/config'
+import { applyOverrides, flattenOverrides } from '../../lib/engine/config/overrides'
+import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 
 const coded: PipelineConfig = {

@@ -5,10 +5,10 @@
  */
 import {
   majorVersion, nextCronTime, parseCron, parseDuration, parseSchedule, queuedTaskName, scheduleLabel, scheduleLiveChangeSupported, SpawnTimer,
-} from '../../lib/engine/schedule'
+} from '../../lib/engine/schedule/index'
 import { PipelineError } from '../../lib/pipeline/errors'
 import cds from '@sap/cds'
-import { cronShortestGap } from '../../lib/engine/schedule'
+import { cronShortestGap } from '../../lib/engine/schedule/index'
 
 function thrown(fn: () => unknown): PipelineError {
   try {

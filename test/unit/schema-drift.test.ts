@@ -3,10 +3,10 @@
  * `schemaDrift` setting, and the comparison rules — which differences are breaking.
  */
 import { parseEdmx, entityOfCsn, type LiveShape } from '../../lib/adapters/source/live-shape'
-import { compareShapes } from '../../lib/engine/drift'
-import { narrowerTarget } from '../../lib/engine/shapes'
-import { resolveSchemaDrift } from '../../lib/engine/config'
-import type { PreparedPipeline } from '../../lib/engine/run'
+import { compareShapes } from '../../lib/engine/drift/index'
+import { narrowerTarget } from '../../lib/engine/drift/shapes'
+import { resolveSchemaDrift } from '../../lib/engine/config/index'
+import type { PreparedPipeline } from '../../lib/engine/run/index'
 import type { CsnEntity } from '../../lib/model/csn'
 
 describe('parseEdmx', () => {

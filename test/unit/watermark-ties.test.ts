@@ -5,7 +5,7 @@
  */
 import { deltaPlan, parseTieCursor, readSegments, WatermarkTracker, type DeltaPlan } from '../../lib/adapters/watermark'
 import { matches, toCqn, toODataFilter, type Predicate } from '../../lib/adapters/predicate'
-import { resolvePipeline } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 import type { TrackerState } from '../../lib/adapters/types'
 

@@ -3,7 +3,7 @@
  * segments) and what is stored afterwards (the highest value read, never backwards).
  */
 import { deltaPlan, readSegments, splitUtc, watermarkFields, WatermarkTracker, type DeltaPlan } from '../../lib/adapters/watermark'
-import { resolvePipeline } from '../../lib/engine/config'
+import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 import type { TrackerState } from '../../lib/adapters/types'
 

@@ -49,7 +49,7 @@ export abstract class BaseSourceAdapter {
 
   /**
    * Whether a delta run may send its first read while the run guard is still being taken
-   * (engine/read-ahead.ts): only where a read has no side effects and a dropped one costs the
+   * (engine/run/read-ahead.ts): only where a read has no side effects and a dropped one costs the
    * source nothing but the request (remote OData and HCQL services). Default: false.
    */
   get readsAhead(): boolean {

@@ -2,7 +2,7 @@
  * What `execute` accepts and returns (part of the package's public typings, lib/index.ts).
  */
 import type { RunMode, ScheduleEngine } from '../../constants.js'
-import type { RunOutcome } from '../run-types.js'
+import type { RunOutcome } from '../run/types.js'
 
 export interface ExecuteOptions {
   mode?: RunMode

@@ -3,12 +3,12 @@
  * tenant's database, written on first use there, and what the tenant's admin set for its tenant.
  */
 import type { ResolvedPipeline } from '../../pipeline/types.js'
-import { resolvePipeline } from '../config.js'
-import { applyOverrides, parseStoredOverrides, type Overrides } from '../overrides.js'
+import { resolvePipeline } from '../config/index.js'
+import { applyOverrides, parseStoredOverrides, type Overrides } from '../config/overrides.js'
 import { scheduleLabel } from '../schedule/spec.js'
-import type { Tracker } from '../tracker.js'
+import type { Tracker } from '../tracker/index.js'
 import { requiredKind } from '../../adapters/factory.js'
-import { tenancy } from '../tenancy.js'
+import { tenancy } from '../tenancy/index.js'
 import type { PipelineDefinitions } from './definitions.js'
 
 export class TenantDefinitions {

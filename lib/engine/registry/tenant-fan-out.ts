@@ -4,9 +4,9 @@
  */
 import type { WriteStatistics } from '../../adapters/types.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import type { TenantFanOut } from '../fanout.js'
-import { addStatistics } from '../run-statistics.js'
-import { describeError } from '../run-support.js'
+import type { TenantFanOut } from '../tenancy/fanout.js'
+import { addStatistics } from '../run/statistics.js'
+import { describeError } from '../run/support.js'
 import type { FanOutOutcome, StartedRun } from './execute-result.js'
 
 /**

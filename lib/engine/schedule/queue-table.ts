@@ -5,7 +5,7 @@
 import cds from '@sap/cds'
 import { QUEUE } from '../../constants.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import { parseDuration } from '../duration.js'
+import { parseDuration } from '../config/duration.js'
 import { servedModel } from '../../cap/index.js'
 
 /** The task name of a pipeline's queued schedule; a tenant segment keeps the name unique per tenant. */

@@ -5,8 +5,8 @@
 import { DEFAULTS, QUEUE, SCHEDULE_ENGINES } from '../../constants.js'
 import { invalidConfig } from '../../pipeline/errors.js'
 import type { ScheduleInput, ScheduleSpec } from '../../pipeline/types.js'
-import { parseDuration } from '../duration.js'
-import { STORED_LENGTHS, checkCronGap, checkInterval, checkLength, minInterval } from '../limits.js'
+import { parseDuration } from '../config/duration.js'
+import { STORED_LENGTHS, checkCronGap, checkInterval, checkLength, minInterval } from '../config/limits.js'
 import { cronShortestGap, parseCron } from './cron.js'
 
 /** A string of whitespace-separated fields that looks like cron rather than a duration. */
@@ -15,7 +15,7 @@ function looksLikeCron(input: string): boolean {
   return fields.length >= 5 || (fields.length > 1 && /[*/,]/.test(input))
 }
 
-/** Parses a schedule and checks it against the bounds every entry shares (lib/engine/limits.ts). */
+/** Parses a schedule and checks it against the bounds every entry shares (lib/engine/config/limits.ts). */
 export function parseSchedule(input: ScheduleInput, key = 'schedule'): ScheduleSpec {
   const spec = parseScheduleInput(input, key)
   if (spec.cron) {

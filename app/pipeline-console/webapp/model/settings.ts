@@ -8,7 +8,7 @@
 
 export type SettingType = "enum" | "integer" | "number" | "boolean" | "text" | "schedule" | "duration" | "json";
 
-/** As served by configView() (lib/engine/setting-rules.ts). */
+/** As served by configView() (lib/engine/config/rules.ts). */
 export interface SettingRule {
 	type: SettingType;
 	values?: string[];

@@ -4,10 +4,10 @@
  * pipeline is prepared, never as drift (drift is a change of the source between two checks).
  */
 import cds from '@sap/cds'
-import { LOGGER } from '../constants.js'
-import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { shapeOfEntity, type ColumnShape } from '../adapters/source/live-shape.js'
-import type { PreparedPipeline } from './run-types.js'
+import { LOGGER } from '../../constants.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
+import { shapeOfEntity, type ColumnShape } from '../../adapters/source/live-shape.js'
+import type { PreparedPipeline } from '../run/types.js'
 
 const LOG = cds.log(LOGGER.engine)
 

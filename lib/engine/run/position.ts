@@ -3,13 +3,13 @@
  * watermark order — the checkpoint an unfinished run left, plus a partial refresh's slice.
  */
 import cds from '@sap/cds'
-import { LOGGER, type RunMode } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import type { Watermark } from '../adapters/watermark.js'
-import type { TrackerState } from '../adapters/types.js'
-import type { ResolvedPipeline, SlicePredicate } from '../pipeline/types.js'
-import type { ReadPosition } from './tracker.js'
-import type { PreparedPipeline } from './run-types.js'
+import { LOGGER, type RunMode } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import type { Watermark } from '../../adapters/watermark.js'
+import type { TrackerState } from '../../adapters/types.js'
+import type { ResolvedPipeline, SlicePredicate } from '../../pipeline/types.js'
+import type { ReadPosition } from '../tracker/index.js'
+import type { PreparedPipeline } from './types.js'
 
 const LOG = cds.log(LOGGER.engine)
 

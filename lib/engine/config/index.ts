@@ -1,19 +1,24 @@
 /**
+ * lib/engine/config — checking a pipeline's settings: this module resolves a config (`resolvePipeline`,
+ * errors naming the first offending key); rules.ts is the table of the overridable settings (also
+ * served to the console), overrides.ts applies overrides, limits.ts and duration.ts the bounds and
+ * duration strings every checker shares.
+ *
  * Pipeline definitions: the shape users pass to `addPipeline`, the rules that infer
  * behaviour from that shape, validation with errors naming the offending key, and the
  * serialisation written to the tracker.
  */
-import { DEFAULTS, type ReplicationMode } from '../constants.js'
-import { invalidConfig } from '../pipeline/errors.js'
-import { isPlainObject } from '../pipeline/json.js'
-import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../pipeline/types.js'
-import { resolveOnError } from './validate.js'
-import { validateRestConfig } from '../adapters/source/rest-config.js'
-import { REMOTE_TARGET_KINDS } from '../adapters/kinds.js'
-import { parseSchedule } from './schedule/spec.js'
+import { DEFAULTS, type ReplicationMode } from '../../constants.js'
+import { invalidConfig } from '../../pipeline/errors.js'
+import { isPlainObject } from '../../pipeline/json.js'
+import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../../pipeline/types.js'
+import { resolveOnError } from '../validate.js'
+import { validateRestConfig } from '../../adapters/source/rest-config.js'
+import { REMOTE_TARGET_KINDS } from '../../adapters/kinds.js'
+import { parseSchedule } from '../schedule/spec.js'
 import { parseDuration } from './duration.js'
 import { STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
-import { checkSetting } from './setting-rules.js'
+import { checkSetting } from './rules.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])

@@ -1,4 +1,8 @@
 /**
+ * lib/engine/tenancy — multitenancy on the engine's side: this module (the port below);
+ * tenant-work.ts counts work under way per tenant (unsubscribe waits for it); fanout.ts runs one
+ * pipeline for many tenants. CAP MTX's side is lib/tenancy.
+ *
  * Multitenancy as the engine sees it: the tenant of the current context, and the port
  * (`TenantSupport`) through which the engine reaches everything else of multitenancy — the
  * settings, a tenant's own pipeline settings, the subscribed tenants, running code in a
@@ -6,8 +10,8 @@
  * by the plugin at load); until then the engine runs single-tenant.
  */
 import cds from '@sap/cds'
-import { MULTITENANCY } from '../constants.js'
-import type { Overrides } from './overrides.js'
+import { MULTITENANCY } from '../../constants.js'
+import type { Overrides } from '../config/overrides.js'
 
 /** The part of the multitenancy settings (SPEC "Multi-tenancy settings") the engine acts on. */
 export interface EngineTenancySettings {

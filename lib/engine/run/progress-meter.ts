@@ -1,6 +1,6 @@
 /** The progress columns of a run (README "Progress and freshness"). */
-import type { RunProgress } from './tracker.js'
-import type { ReadProgress } from '../adapters/types.js'
+import type { RunProgress } from '../tracker/index.js'
+import type { ReadProgress } from '../../adapters/types.js'
 
 /**
  * Progress of one run: records read so far, the total the source expects (its count of the run's

@@ -6,12 +6,12 @@
  * written ones are marked `replayed`, failing ones are rejected again by the replay run (the old
  * reject `superseded`). The watermark and a pending checkpoint stay as they are.
  */
-import { pipelineEventRequest } from '../cap/index.js'
-import { detached } from './registry/background.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { assertConnectionAvailable, type Tracker } from './tracker.js'
-import { PipelineRun } from './run.js'
-import type { EventDispatcher, PreparedPipeline, RunOutcome } from './run-types.js'
+import { pipelineEventRequest } from '../../cap/index.js'
+import { detached } from '../registry/background.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { assertConnectionAvailable, type Tracker } from '../tracker/index.js'
+import { PipelineRun } from '../run/index.js'
+import type { EventDispatcher, PreparedPipeline, RunOutcome } from '../run/types.js'
 
 /** What replay needs of the engine service `data-pipeline`. */
 export interface ReplayHost {

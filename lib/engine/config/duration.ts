@@ -1,5 +1,5 @@
 /** Durations as users write them: milliseconds, or `250ms`, `30s`, `10m`, `2h`, `1d`. */
-import { invalidConfig } from '../pipeline/errors.js'
+import { invalidConfig } from '../../pipeline/errors.js'
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }
 

@@ -1,10 +1,10 @@
 /** The shapes a run is made from and reports: prepared pipeline, request, dispatcher, outcome. */
-import type { RunMode, RunTrigger } from '../constants.js'
-import type { ResolvedPipeline } from '../pipeline/types.js'
-import type { BaseSourceAdapter } from '../adapters/source/base.js'
-import type { BaseTargetAdapter } from '../adapters/target/base.js'
-import type { FieldMapping } from '../adapters/mapping.js'
-import type { WriteStatistics } from '../adapters/types.js'
+import type { RunMode, RunTrigger } from '../../constants.js'
+import type { ResolvedPipeline } from '../../pipeline/types.js'
+import type { BaseSourceAdapter } from '../../adapters/source/base.js'
+import type { BaseTargetAdapter } from '../../adapters/target/base.js'
+import type { FieldMapping } from '../../adapters/mapping.js'
+import type { WriteStatistics } from '../../adapters/types.js'
 
 export interface RunOutcome {
   runId: string

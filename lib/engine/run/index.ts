@@ -1,37 +1,42 @@
 /**
+ * lib/engine/run — where a run happens: this module is the run itself (PipelineRun); types.ts,
+ * statistics.ts and position.ts are its outcome, counts and watermark position; read-ahead.ts starts
+ * the first read before the guard; progress-meter.ts and guidance.ts are its progress and the
+ * hints attached to its errors.
+ *
  * The run state machine: guard → START → READ → (MAP → WRITE) per batch → DONE, with the
  * lease heartbeat, per-batch (or per-run) transactions, checkpoints and the final tracker
  * update. One `PipelineRun` object lives for one execution.
  */
 import cds from '@sap/cds'
 import { randomUUID } from 'node:crypto'
-import { EVENTS, LOGGER } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { rememberCorrelation } from '../security/redact.js'
-import { describeError, prefetch } from './run-support.js'
-import { checkSchemaDrift, driftAllowsReadAhead } from './drift.js'
+import { EVENTS, LOGGER } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { rememberCorrelation } from '../../security/redact.js'
+import { describeError, prefetch } from './support.js'
+import { checkSchemaDrift, driftAllowsReadAhead } from '../drift/index.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
-import { Tracker, type PipelineRow, type ReadPosition } from './tracker.js'
-import { addStatistics, liveProgress, liveStatistics, outcomeStatistics } from './run-statistics.js'
-import type { EventDispatcher, PreparedPipeline, RunOutcome, RunRequest } from './run-types.js'
+import { Tracker, type PipelineRow, type ReadPosition } from '../tracker/index.js'
+import { addStatistics, liveProgress, liveStatistics, outcomeStatistics } from './statistics.js'
+import type { EventDispatcher, PreparedPipeline, RunOutcome, RunRequest } from './types.js'
 import { ProgressMeter } from './progress-meter.js'
-import { RunEventWriter, RunRecorder, runEventsSettings } from '../runs/index.js'
-import { WatermarkTracker, type Watermark } from '../adapters/watermark.js'
-import { startPosition, toIso, type Checkpoint } from './run-position.js'
-import { serializable } from './config.js'
-import type { DataRecord } from '../pipeline/types.js'
-import { ORIGIN_COLUMN } from '../adapters/target/db.js'
-import { SoftDeletes } from './soft-delete.js'
-import { sweepIfDue } from './sweep.js'
-import { connect, type QueryRunner } from '../model/ql.js'
-import { RunRejects, openRejects } from './rejects.js'
-import { validatorOf, type RecordValidator } from './validate.js'
-import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
+import { RunEventWriter, RunRecorder, runEventsSettings } from '../../runs/index.js'
+import { WatermarkTracker, type Watermark } from '../../adapters/watermark.js'
+import { startPosition, toIso, type Checkpoint } from './position.js'
+import { serializable } from '../config/index.js'
+import type { DataRecord } from '../../pipeline/types.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/db.js'
+import { SoftDeletes } from '../deletes/soft-delete.js'
+import { sweepIfDue } from '../deletes/index.js'
+import { connect, type QueryRunner } from '../../model/ql.js'
+import { RunRejects, openRejects } from '../records/rejects.js'
+import { validatorOf, type RecordValidator } from '../validate.js'
+import { fieldPolicy, hiddenValuesOf, redactError } from '../../security/hidden.js'
 import { ReadAhead, readMayStartEarly } from './read-ahead.js'
-import { underway } from '../adapters/source/on-the-wire.js'
-import { sequentialNote } from '../adapters/source/base.js'
-import type { TrackerState, WriteStatistics } from '../adapters/types.js'
-import { primaryDatabase } from '../cap/index.js'
+import { underway } from '../../adapters/source/on-the-wire.js'
+import { sequentialNote } from '../../adapters/source/base.js'
+import type { TrackerState, WriteStatistics } from '../../adapters/types.js'
+import { primaryDatabase } from '../../cap/index.js'
 
 const LOG = cds.log(LOGGER.engine)
 

@@ -6,11 +6,11 @@
  * (`publicError` reads it), while the log keeps the original. Other failures keep their messages.
  */
 import cds from '@sap/cds'
-import { LOGGER } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { missingTable, redactText } from '../security/redact.js'
-import type { ResolvedPipeline } from '../pipeline/types.js'
-import { requiredService } from '../cap/settings.js'
+import { LOGGER } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { missingTable, redactText } from '../../security/redact.js'
+import type { ResolvedPipeline } from '../../pipeline/types.js'
+import { requiredService } from '../../cap/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 

@@ -10,12 +10,12 @@
  * Keys are translated to target names by the pipeline's field mapping (the target projection's
  * renames), not by `PIPELINE.MAP` handlers, which never see soft-deleted rows.
  */
-import { PipelineError } from '../pipeline/errors.js'
-import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { keyNames } from '../model/csn.js'
-import type { DataRecord } from '../pipeline/types.js'
-import type { PreparedPipeline } from './run-types.js'
-import type { WriteContext } from '../adapters/types.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
+import { keyNames } from '../../model/csn.js'
+import type { DataRecord } from '../../pipeline/types.js'
+import type { PreparedPipeline } from '../run/types.js'
+import type { WriteContext } from '../../adapters/types.js'
 
 /** True for a set soft-delete field: `true`, `1`, a timestamp…; false for null, `false`, `0`, `''`, `'false'`, `'0'`. */
 export function isDeletedValue(value: unknown): boolean {

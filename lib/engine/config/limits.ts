@@ -11,8 +11,8 @@
  * - the stored overrides bounded as a whole.
  */
 import cds from '@sap/cds'
-import { LOGGER, SERVICE_NAME } from '../constants.js'
-import { invalidConfig } from '../pipeline/errors.js'
+import { LOGGER, SERVICE_NAME } from '../../constants.js'
+import { invalidConfig } from '../../pipeline/errors.js'
 import { parseDuration } from './duration.js'
 
 const LOG = cds.log(LOGGER.engine)

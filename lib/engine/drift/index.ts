@@ -1,4 +1,7 @@
 /**
+ * lib/engine/drift — schema drift: this module compares the live source with the imported API and
+ * the target at run start; shapes.ts compares CDS types (assignable, lengths, precision).
+ *
  * Schema drift (README "Schema drift"): at run start, what the source really delivers (the
  * adapter's `liveShape()`: OData `$metadata`, HCQL `$csn`, the served model, or a REST source's
  * first page) is compared with what the pipeline was built against (the imported API the app
@@ -19,22 +22,22 @@
  * breaking; `ignore` checks nothing. A removed key or watermark column fails the run under
  * `warn` too: nothing could be read without it.
  */
-import { currentRun } from '../runs/index.js'
+import { currentRun } from '../../runs/index.js'
 import cds from '@sap/cds'
-import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { resolveSchemaDrift } from './config.js'
-import type { DataRecord, ResolvedPipeline, SchemaDriftSetting } from '../pipeline/types.js'
-import { watermarkFields } from '../adapters/watermark.js'
-import { connect, ql } from '../model/ql.js'
+import { LOGGER, RUNS_ENTITY, SERVICE_NAME, EVENTS } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { resolveSchemaDrift } from '../config/index.js'
+import type { DataRecord, ResolvedPipeline, SchemaDriftSetting } from '../../pipeline/types.js'
+import { watermarkFields } from '../../adapters/watermark.js'
+import { connect, ql } from '../../model/ql.js'
 import { assignable, family, fitsLength, fitsPrecision, sameType, typeLabel } from './shapes.js'
-import { keyNames } from '../model/csn.js'
-import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../adapters/source/live-shape.js'
-import type { PreparedPipeline } from './run-types.js'
-import { applicationHooks, replay } from './read-ahead.js'
-import { tenantKey } from './tenancy.js'
-import { pluginSettings } from '../cap/settings.js'
+import { keyNames } from '../../model/csn.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
+import { DEFAULT_MAX_AGE, shapeOfEntity, type ColumnShape, type LiveShape } from '../../adapters/source/live-shape.js'
+import type { PreparedPipeline } from '../run/types.js'
+import { applicationHooks, replay } from '../run/read-ahead.js'
+import { tenantKey } from '../tenancy/index.js'
+import { pluginSettings } from '../../cap/settings.js'
 
 const LOG = cds.log(LOGGER.engine)
 

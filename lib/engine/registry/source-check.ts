@@ -8,12 +8,12 @@
  *   `deletedField`) names an element of that entity.
  *
  * Sources without a definition (REST, custom adapters, query-shape pipelines) only get the
- * plain-name rule of lib/engine/limits.ts. Before the model is loaded nothing is checked here.
+ * plain-name rule of lib/engine/config/limits.ts. Before the model is loaded nothing is checked here.
  */
-import { invalidConfig } from '../pipeline/errors.js'
-import { currentModel, findEntity, type CsnEntity } from '../model/csn.js'
-import { sourceKindOf } from '../adapters/factory.js'
-import type { ResolvedPipeline } from '../pipeline/types.js'
+import { invalidConfig } from '../../pipeline/errors.js'
+import { currentModel, findEntity, type CsnEntity } from '../../model/csn.js'
+import { sourceKindOf } from '../../adapters/factory.js'
+import type { ResolvedPipeline } from '../../pipeline/types.js'
 
 const FIELD_KEYS = ['field', 'dateField', 'timeField', 'deletedField'] as const
 const REMOTE_KINDS = new Set(['odata', 'odata-v2', 'hcql'])

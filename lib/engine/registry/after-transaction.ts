@@ -4,7 +4,7 @@
  * tenant's deployment runs in it). Work that needs its own transaction on that database starts
  * afterwards; a fallback timer makes sure it always starts.
  */
-import { currentContext } from '../cap/index.js'
+import { currentContext } from '../../cap/index.js'
 
 /** Calls `fn` on the next turn after the current transaction ended, at once when there is none, at the latest after `fallbackMs`. */
 export function afterCurrentTransaction(fn: () => void, fallbackMs: number): void {

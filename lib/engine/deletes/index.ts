@@ -1,4 +1,7 @@
 /**
+ * lib/engine/deletes — rows deleted at the source: this module is the key sweep of delta runs;
+ * soft-delete.ts applies a source's deleted flag (`delta.deletedField`).
+ *
  * Key reconciliation sweep (README "Deletes in delta mode"): after a delta run's batches, the
  * source's keys are compared with the replica's and the replica's rows whose key is gone at the
  * source are deleted.
@@ -24,19 +27,19 @@
  * Its outcome is stored as JSON in the tracker's `lastSweep` (see {@link SweepState}); the
  * deleted rows count in the run's `deleted` statistics.
  */
-import { currentRun } from '../runs/index.js'
+import { currentRun } from '../../runs/index.js'
 import cds from '@sap/cds'
-import { PipelineError } from '../pipeline/errors.js'
-import { LOGGER, PIPELINES_ENTITY } from '../constants.js'
-import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { builtinType, keyNames, type CsnEntity } from '../model/csn.js'
-import { ql, type QueryRunner } from '../model/ql.js'
-import type { DataRecord } from '../pipeline/types.js'
-import type { PreparedPipeline } from './run-types.js'
-import type { WriteContext } from '../adapters/types.js'
-import { rangeBounds } from '../adapters/source/partitions.js'
-import { sequentialNote } from '../adapters/source/base.js'
-import { and, type Predicate } from '../adapters/predicate.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { LOGGER, PIPELINES_ENTITY } from '../../constants.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
+import { builtinType, keyNames, type CsnEntity } from '../../model/csn.js'
+import { ql, type QueryRunner } from '../../model/ql.js'
+import type { DataRecord } from '../../pipeline/types.js'
+import type { PreparedPipeline } from '../run/types.js'
+import type { WriteContext } from '../../adapters/types.js'
+import { rangeBounds } from '../../adapters/source/partitions.js'
+import { sequentialNote } from '../../adapters/source/base.js'
+import { and, type Predicate } from '../../adapters/predicate.js'
 
 const LOG = cds.log(LOGGER.engine)
 

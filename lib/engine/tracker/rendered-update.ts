@@ -11,8 +11,8 @@
  * parameter per value, and values CAP would convert (anything but strings, numbers and null),
  * take CAP's full path, as does a `where` on null (CAP writes `IS NULL` there).
  */
-import { ql, type QueryRunner } from '../model/ql.js'
-import { sqlInternals } from '../cap/index.js'
+import { ql, type QueryRunner } from '../../model/ql.js'
+import { sqlInternals } from '../../cap/index.js'
 
 /** `{ '+=': n }`: CAP's increment of a column. */
 type Increment = { '+=': number }

@@ -1,7 +1,7 @@
 /** The error a failed run stores, and the read-ahead of the next batch (used by run.ts and others). */
-import { PipelineError } from '../pipeline/errors.js'
-import { publicError } from '../security/redact.js'
-import { underway } from '../adapters/source/on-the-wire.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { publicError } from '../../security/redact.js'
+import { underway } from '../../adapters/source/on-the-wire.js'
 
 /**
  * The error JSON stored on failed runs (and shown by the management API): code, status and a

@@ -2,9 +2,9 @@
  * Overrides: a JSON delta layered on the coded config, persisted in `Pipelines.overrides`
  * so it survives restarts and is re-applied whenever the pipeline is registered again.
  */
-import { invalidConfig } from '../pipeline/errors.js'
-import { isPlainObject } from '../pipeline/json.js'
-import type { PipelineConfig } from '../pipeline/types.js'
+import { invalidConfig } from '../../pipeline/errors.js'
+import { isPlainObject } from '../../pipeline/json.js'
+import type { PipelineConfig } from '../../pipeline/types.js'
 
 /** The only config paths an override may set. */
 export const OVERRIDABLE_PATHS = [

@@ -21,18 +21,18 @@
  * the first rejects of such a run are written again afterwards so the failure can be examined.
  */
 import cds from '@sap/cds'
-import { EVENTS, LOGGER, TRACKER_NAMESPACE } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { validatorOf, type RecordValidator } from './validate.js'
-import type { ResolvedOnError } from '../pipeline/types.js'
-import { ORIGIN_COLUMN } from '../adapters/target/base.js'
-import { sourceNameOf, type FieldMapping } from '../adapters/mapping.js'
-import { keyNames } from '../model/csn.js'
-import { connect, ql, type QueryRunner } from '../model/ql.js'
-import type { DataRecord, ResolvedPipeline } from '../pipeline/types.js'
-import type { BaseTargetAdapter } from '../adapters/target/base.js'
-import type { WriteStatistics } from '../adapters/types.js'
-import { fieldPolicy, hiddenValuesOf, redactValues, withoutFields, type FieldPolicy, type PipelineFields } from '../security/hidden.js'
+import { EVENTS, LOGGER, TRACKER_NAMESPACE } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { validatorOf, type RecordValidator } from '../validate.js'
+import type { ResolvedOnError } from '../../pipeline/types.js'
+import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
+import { sourceNameOf, type FieldMapping } from '../../adapters/mapping.js'
+import { keyNames } from '../../model/csn.js'
+import { connect, ql, type QueryRunner } from '../../model/ql.js'
+import type { DataRecord, ResolvedPipeline } from '../../pipeline/types.js'
+import type { BaseTargetAdapter } from '../../adapters/target/base.js'
+import type { WriteStatistics } from '../../adapters/types.js'
+import { fieldPolicy, hiddenValuesOf, redactValues, withoutFields, type FieldPolicy, type PipelineFields } from '../../security/hidden.js'
 
 const LOG = cds.log(LOGGER.engine)
 

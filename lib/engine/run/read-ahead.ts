@@ -12,10 +12,10 @@
  * change or replace the read).
  */
 import cds from '@sap/cds'
-import { EVENTS, SERVICE_NAME } from '../constants.js'
-import type { BaseSourceAdapter } from '../adapters/source/base.js'
-import type { DataRecord } from '../pipeline/types.js'
-import type { TrackerState } from '../adapters/types.js'
+import { EVENTS, SERVICE_NAME } from '../../constants.js'
+import type { BaseSourceAdapter } from '../../adapters/source/base.js'
+import type { DataRecord } from '../../pipeline/types.js'
+import type { TrackerState } from '../../adapters/types.js'
 
 /** Application handlers of a pipeline's events (built-ins and the plugin's observers excluded). */
 export function applicationHooks(name: string): Array<{ phase: string; event: string }> {

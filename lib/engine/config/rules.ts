@@ -6,8 +6,8 @@
  * query-shape source, cron gaps, durations) stay in the validator and are reached through the
  * validate-only call.
  */
-import { DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES } from '../constants.js'
-import { invalidConfig } from '../pipeline/errors.js'
+import { DELTA_MODES, REPLICATION_MODES, TRANSACTION_SCOPES } from '../../constants.js'
+import { invalidConfig } from '../../pipeline/errors.js'
 import { DURATION_PATTERN } from './duration.js'
 import { FIELD_NAME, MAX_PARALLEL, MAX_TIMER_MS, STORED_LENGTHS, minInterval } from './limits.js'
 import type { OVERRIDABLE_PATHS } from './overrides.js'

@@ -10,30 +10,30 @@
  * Registering and overriding touch definitions and schedules both; that order lives here.
  */
 import cds from '@sap/cds'
-import { LOGGER } from '../constants.js'
-import type { PipelineConfig, ResolvedPipeline, ScheduleInput } from '../pipeline/types.js'
-import type { Overrides } from './overrides.js'
-import { parseSchedule, scheduleLabel } from './schedule/spec.js'
-import { QueuedSchedules, type QueueHost } from './schedule/queued.js'
-import type { QueuedRunMessage, TickMessage } from './schedule/queue-table.js'
-import { Tracker, type PipelineRow } from './tracker.js'
-import type { EventDispatcher, PreparedPipeline } from './run-types.js'
-import { TenantFanOut } from './fanout.js'
-import { contextTenant, tenancy } from './tenancy.js'
-import { PipelineDefinitions } from './registry/definitions.js'
-import { TenantDefinitions } from './registry/tenant-definitions.js'
-import { PipelineLauncher } from './registry/launcher.js'
-import { PipelineSchedules } from './registry/schedules.js'
-import type { ExecuteOptions } from './registry/execute-result.js'
+import { LOGGER } from '../../constants.js'
+import type { PipelineConfig, ResolvedPipeline, ScheduleInput } from '../../pipeline/types.js'
+import type { Overrides } from '../config/overrides.js'
+import { parseSchedule, scheduleLabel } from '../schedule/spec.js'
+import { QueuedSchedules, type QueueHost } from '../schedule/queued.js'
+import type { QueuedRunMessage, TickMessage } from '../schedule/queue-table.js'
+import { Tracker, type PipelineRow } from '../tracker/index.js'
+import type { EventDispatcher, PreparedPipeline } from '../run/types.js'
+import { TenantFanOut } from '../tenancy/fanout.js'
+import { contextTenant, tenancy } from '../tenancy/index.js'
+import { PipelineDefinitions } from './definitions.js'
+import { TenantDefinitions } from './tenant-definitions.js'
+import { PipelineLauncher } from './launcher.js'
+import { PipelineSchedules } from './schedules.js'
+import type { ExecuteOptions } from './execute-result.js'
 
 export type {
   ExecuteOptions, ExecuteResult, StartedRun, EnqueuedRun, FanOutRun, EnqueuedFanOut, FanOutOutcome, InProcessExecuteOptions, QueuedExecuteOptions,
-} from './registry/execute-result.js'
+} from './execute-result.js'
 
 const LOG = cds.log(LOGGER.engine)
 
 export interface RegistrySettings {
-  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`); an object `{ minInterval }` (lib/engine/limits.ts) keeps them on. */
+  /** `false` keeps schedules from starting in this process (`cds.requires['data-pipeline'].schedules`); an object `{ minInterval }` (lib/engine/config/limits.ts) keeps them on. */
   schedules?: boolean | { minInterval?: number | string }
   /** Where the host's `@sap/cds` version comes from (default `cds.version`); injectable for tests. */
   hostVersion?: () => string

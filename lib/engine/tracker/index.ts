@@ -1,4 +1,7 @@
 /**
+ * lib/engine/tracker — the tracker tables: this module; rendered-update.ts renders its frequent
+ * UPDATEs once per statement shape.
+ *
  * The tracker tables: registration rows, the run guard (one conditional UPDATE plus a lease
  * renewed by a heartbeat), run history rows and cumulative statistics.
  *
@@ -7,17 +10,17 @@
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
-import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../constants.js'
-import { PipelineError } from '../pipeline/errors.js'
-import { toCqn, type Predicate } from '../adapters/predicate.js'
-import { connect, forUpdate, ql, type QueryRunner } from '../model/ql.js'
-import type { WriteStatistics } from '../adapters/types.js'
-import { tenantKey } from './tenancy.js'
+import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../../constants.js'
+import { PipelineError } from '../../pipeline/errors.js'
+import { toCqn, type Predicate } from '../../adapters/predicate.js'
+import { connect, forUpdate, ql, type QueryRunner } from '../../model/ql.js'
+import type { WriteStatistics } from '../../adapters/types.js'
+import { tenantKey } from '../tenancy/index.js'
 import { RenderedUpdates } from './rendered-update.js'
-import { chooseWritePath, type WritePath } from '../adapters/target/write-path.js'
-import type { SqlService } from '../adapters/target/prepared-writer.js'
-import { currentContext, primaryDatabase } from '../cap/index.js'
-import { sqlInternals } from '../cap/index.js'
+import { chooseWritePath, type WritePath } from '../../adapters/target/write-path.js'
+import type { SqlService } from '../../adapters/target/prepared-writer.js'
+import { currentContext, primaryDatabase } from '../../cap/index.js'
+import { sqlInternals } from '../../cap/index.js'
 
 /** The tracker row as stored (structured `statistics` flattened by CAP). */
 export interface PipelineRow {

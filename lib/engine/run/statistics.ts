@@ -2,8 +2,8 @@
  * A run's counts: how batch and write statistics add up, what a run reports of them, and the
  * live counters of this process's active runs (read by the management service's progress views).
  */
-import type { WriteStatistics } from '../adapters/types.js'
-import type { RunProgress } from './tracker.js'
+import type { WriteStatistics } from '../../adapters/types.js'
+import type { RunProgress } from '../tracker/index.js'
 
 /** Running totals of active runs in this process, for progress views of per-run transactions. */
 export const liveStatistics = new Map<string, WriteStatistics>()

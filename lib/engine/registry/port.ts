@@ -4,10 +4,10 @@
  * srv/data-pipeline.ts implements this port; the library never imports the service, so the
  * dependency points one way only (srv → lib).
  */
-import { connectTo } from '../cap/index.js'
-import { SERVICE_NAME } from '../constants.js'
-import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
-import type { ExecuteOptions, ExecuteResult, PipelineRegistry } from './registry.js'
+import { connectTo } from '../../cap/index.js'
+import { SERVICE_NAME } from '../../constants.js'
+import type { PipelineConfig, ResolvedPipeline } from '../../pipeline/types.js'
+import type { ExecuteOptions, ExecuteResult, PipelineRegistry } from './index.js'
 
 export interface PipelineEngine {
   readonly registry: PipelineRegistry
