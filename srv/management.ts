@@ -5,30 +5,28 @@
  * pipeline, 409 run active) and a message naming the parameter.
  */
 import cds from '@sap/cds'
-import { LOGGER, PIPELINES_ENTITY, REPLICATION_MODES, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
+import { LOGGER, REPLICATION_MODES, RUN_TRIGGERS, SERVICE_NAME } from '../lib/constants.js'
 import { PipelineError } from '../lib/pipeline/errors.js'
-import type { Overrides } from '../lib/engine/config/overrides.js'
 import { describeError } from '../lib/engine/run/support.js'
-import type { RunOutcome } from '../lib/engine/run/types.js'
 import { configView } from '../lib/management/config-view.js'
 import { previewSchedule, validateOverrides } from '../lib/management/settings-check.js'
-import { asOverride, optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
+import { optionalBoolean, optionalEnum, requiredString } from '../lib/management/parameters.js'
 import { overridesParameter, scheduleParameter } from '../lib/management/setting-actions.js'
-import { latestRunDrift, publicRow, runModes, runTriggers, withLiveCounts } from '../lib/management/run-answers.js'
+import { publicRow, runModes, runTriggers, withLiveCounts } from '../lib/management/run-answers.js'
 import { capabilities, inspectData } from '../lib/management/inspect.js'
 import { hideExpandedRejectFields, hideRejectFields } from '../lib/management/reject-fields.js'
 import { replayRejects } from '../lib/engine/records/replay.js'
 import { failedRun } from '../lib/management/retry-run.js'
-import { flowMetadata, freshnessOf, landscapeMetadata, type PipelineFacts } from '../lib/management/metadata.js'
-import { connect, ql } from '../lib/model/ql.js'
+import { flowMetadata, landscapeMetadata } from '../lib/management/metadata.js'
 import type DataPipelineService from './data-pipeline.js'
 import { assertTenantMayOverride, tenancySettings } from '../lib/tenancy/settings.js'
 import { contextTenant } from '../lib/engine/tenancy/index.js'
 import { withCorrelation } from '../lib/security/redact.js'
 import { invalidTenantId } from '../lib/security/tenant-id.js'
-import { PROVIDER_HINT, PROVIDER_OPERATIONS, fanOutAnswer, providerRefusal, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
+import { PROVIDER_HINT, PROVIDER_OPERATIONS, providerRefusal, providerWithoutTenant, tenantsOverview } from '../lib/management/tenants-overview.js'
 import { checkAccess, permissionsOf, rejectsAssociationsOf, roleNames, type AccessRequest } from '../lib/security/roles.js'
 import { isOperation, ownTenant, pipelineName, type OperationRequest, type ProviderRequest } from '../lib/management/requests.js'
+import { addFreshness, currentOverrides, pipelineFacts, saveOverrides, startRun } from '../lib/management/operations.js'
 import { connectTo, handlerRegistry, type HandlerRegistry } from '../lib/cap/index.js'
 import { pluginSettings } from '../lib/cap/settings.js'
 
@@ -127,7 +125,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     srv.after('READ', 'Pipelines', async (rows: unknown) => {
       const engine = await this.engine()
       for (const row of (Array.isArray(rows) ? rows : [rows]) as Array<Record<string, unknown>>)
-        if (row && typeof row.name === 'string') await this.addFreshness(engine, row)
+        if (row && typeof row.name === 'string') await addFreshness(engine, row)
     })
   }
 
@@ -138,7 +136,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const trigger = optionalEnum(req.data.trigger, RUN_TRIGGERS, 'trigger')
       // the provider's start fans out over the tenants; without fan-out it has no tenant to run for
       if (providerWithoutTenant() && !tenancySettings().fanOutScheduledRuns) throw providerRefusal('start')
-      return this.startRun(req, engine, pipelineName(req), { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
+      return startRun(req, engine, pipelineName(req), { mode, trigger, async: optionalBoolean(req.data.async, 'async') })
     })
     unbound('execute', async (req, engine) => {
       const name = requiredString(req.data.name, 'name')
@@ -151,12 +149,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       if (own && tenancySettings().active) tenant = own
       if (!tenant && providerWithoutTenant() && !tenancySettings().fanOutScheduledRuns)
         throw new PipelineError('INVALID_PARAMETER', `tenant: name the tenant to run for (multitenancy.fanOutScheduledRuns is off: the provider's execute does not run for every tenant). ${PROVIDER_HINT}`, { target: 'tenant' })
-      return this.startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
+      return startRun(req, engine, name, { mode, trigger, async: optionalBoolean(req.data.async, 'async'), tenant })
     })
     // a failed run again: same pipeline and mode (lib/management/retry-run.ts)
     srv.on('retry', 'PipelineRuns', (req: OperationRequest) => this.runOperation(req, async (req, engine) => {
       const { name, mode } = await failedRun(req.params[req.params.length - 1])
-      return this.startRun(req, engine, name, { mode, trigger: 'manual', async: optionalBoolean(req.data.async, 'async') })
+      return startRun(req, engine, name, { mode, trigger: 'manual', async: optionalBoolean(req.data.async, 'async') })
     }))
     unbound('tenantsOverview', async (_req, engine) => tenantsOverview(engine.registry))
     unbound('flush', async (req, engine) => publicRow(await engine.flushPipeline(requiredString(req.data.name, 'name'))))
@@ -164,7 +162,7 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const name = requiredString(req.data.name, 'name')
       const row = await engine.registry.tracker.read(name)
       if (!row) throw new PipelineError('UNKNOWN_PIPELINE', `Pipeline '${name}' is not registered`, { target: 'name' })
-      return this.addFreshness(engine, publicRow(row))
+      return addFreshness(engine, publicRow(row))
     })
   }
 
@@ -179,23 +177,23 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       const name = pipelineName(req)
       engine.registry.get(name)
       const schedule = scheduleParameter(req.data)
-      return this.override(engine, name, { ...current(engine, name), schedule })
+      return saveOverrides(engine, name, { ...currentOverrides(engine, name), schedule })
     })
     bound('clearSchedule', async (req, engine) => {
       const name = pipelineName(req)
-      return this.override(engine, name, { ...current(engine, name), schedule: null })
+      return saveOverrides(engine, name, { ...currentOverrides(engine, name), schedule: null })
     })
     bound('setOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const changes = overridesParameter(req.data.overrides)
-      return this.override(engine, name, { ...current(engine, name), ...changes })
+      return saveOverrides(engine, name, { ...currentOverrides(engine, name), ...changes })
     })
     // validate-only: the console checks its edits before the diff is saved; nothing changes
     bound('validateOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const text = requiredString(req.data.overrides, 'overrides')
       const tenant = ownTenant()
-      return JSON.stringify(validateOverrides(text, current(engine, name), overrides => {
+      return JSON.stringify(validateOverrides(text, currentOverrides(engine, name), overrides => {
         if (tenant) assertTenantMayOverride(Object.keys(overrides), tenant)
         engine.registry.checkOverrides(name, overrides)
       }))
@@ -204,9 +202,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('clearOverrides', async (req, engine) => {
       const name = pipelineName(req)
       const keys = requiredString(req.data.keys, 'keys').split(',').map(k => k.trim()).filter(Boolean)
-      const remaining = { ...current(engine, name) }
+      const remaining = { ...currentOverrides(engine, name) }
       for (const key of keys) delete remaining[key]
-      return this.override(engine, name, remaining)
+      return saveOverrides(engine, name, remaining)
     })
     bound('configView', async (req, engine) => {
       const name = pipelineName(req)
@@ -243,9 +241,9 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
         return req.reject(502, `Replay of the rejects of pipeline '${name}' failed: ${withCorrelation(failure.message, failure.correlationId)}`)
       }
     })
-    bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await this.facts(engine, pipelineName(req)))))
+    bound('flowMetadata', async (req, engine) => JSON.stringify(flowMetadata(await pipelineFacts(engine, pipelineName(req)))))
     unbound('landscapeMetadata', async (_req, engine) =>
-      JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => this.facts(engine, name))))))
+      JSON.stringify(landscapeMetadata(await Promise.all(engine.getPipelineNames().map(name => pipelineFacts(engine, name))))))
   }
 
   /** Rejected records without the fields hidden from the inspector, also when expanded or selected. */
@@ -286,70 +284,6 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     }
   }
 
-  private async startRun(req: OperationRequest, engine: DataPipelineService, name: string, options: { mode?: string; trigger?: string; async?: boolean; tenant?: string }) {
-    const { runId, done, tenants } = await engine.execute(name, { ...options, engine: 'spawn' } as Parameters<DataPipelineService['execute']>[1])
-    if (tenants) LOG.info(`pipeline '${name}': ${options.async ? 'started' : 'ran'} for ${tenants.length} tenant(s): ${tenants.join(', ')}`)
-    // a fan-out over tenants answers each tenant's outcome beside the sums
-    if (tenants) {
-      if (options.async) req.http?.res?.status(202)
-      return fanOutAnswer(name, tenants, options.async ? undefined : done as Promise<unknown>)
-    }
-    if (options.async || !done) {
-      req.http?.res?.status(202)
-      done?.catch(() => undefined) // recorded in PipelineRuns; nothing to report here
-      return { runId, name, status: 'running', statistics: null }
-    }
-    const outcome: RunOutcome | { status: 'failed'; statistics: null; error: string } = await done.catch((error: Error) => {
-      const failure = describeError(error, `pipeline '${name}'`) // logged by the run under this correlation id
-      return { status: 'failed' as const, statistics: null, error: withCorrelation(failure.message, failure.correlationId) }
-    })
-    if (outcome.status === 'failed') {
-      const message = 'error' in outcome ? outcome.error : 'run failed'
-      return req.reject(502, `Run ${runId} of pipeline '${name}' failed: ${message}`)
-    }
-    return { runId, name, status: outcome.status, statistics: outcome.statistics }
-  }
-
-  private async override(engine: DataPipelineService, name: string, overrides: Overrides) {
-    // a tenant's admin sets its own tenant's settings, within the provider's bounds; the rest is shared by all tenants
-    const tenant = ownTenant()
-    if (tenant) {
-      const before = engine.registry.storedTenantOverrides(name, tenant)
-      assertTenantMayOverride(Object.keys(overrides).filter(key => JSON.stringify(overrides[key]) !== JSON.stringify(before[key])), tenant)
-      await asOverride(() => engine.registry.applyTenantOverrides(name, tenant, overrides))
-      return publicRow((await engine.registry.tracker.read(name))!)
-    }
-    await asOverride(() => engine.registry.applyOverrides(name, overrides))
-    return publicRow((await engine.registry.tracker.read(name))!)
-  }
-
-  /** Sets `freshness` and `maxStaleness` (ms) of a tracker row from the effective config; a row without `lastSuccess` (a `$select`) reads it. */
-  private async addFreshness(engine: DataPipelineService, row: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const name = row.name as string
-    let maxStaleness: number | undefined
-    try {
-      maxStaleness = engine.registry.has(name) ? engine.registry.effectiveFor(name).maxStaleness : undefined
-    } catch {
-      maxStaleness = undefined
-    }
-    // in the request's transaction: a tracker transaction of its own would wait for SQLite's only connection
-    const stored = async () => ((await (await connect('db')).run(ql.SELECT.one.from(PIPELINES_ENTITY).columns('lastSuccess').where({ name }))) as { lastSuccess?: string | null } | undefined)?.lastSuccess
-    const lastSuccess = 'lastSuccess' in row ? row.lastSuccess as string | null : maxStaleness ? await stored() : null
-    row.freshness = freshnessOf(maxStaleness, lastSuccess)
-    row.maxStaleness = maxStaleness ?? null
-    return row
-  }
-
-  private async facts(engine: DataPipelineService, name: string): Promise<PipelineFacts> {
-    const [row, drift] = await Promise.all([engine.registry.tracker.read(name).catch(() => undefined), latestRunDrift(name)])
-    return { pipeline: engine.registry.get(name), hooks: engine.registeredHooks(name), overrides: engine.registry.overrides(name), status: row?.status, drift, lastSuccess: row?.lastSuccess ?? null }
-  }
 }
 
 
-/** The overrides an operation changes: the tenant's own ones for a tenant's admin, else the shared ones. */
-function current(engine: DataPipelineService, name: string): Overrides {
-  const tenant = ownTenant()
-  engine.registry.get(name)
-  return tenant ? engine.registry.storedTenantOverrides(name, tenant) : engine.registry.overrides(name)
-}

@@ -15,6 +15,8 @@ export interface PipelineEngine {
   readonly eventReplication: { stopTenant(tenant: string): void }
   addPipeline(config: PipelineConfig): Promise<ResolvedPipeline>
   execute(name: string, options?: ExecuteOptions): Promise<ExecuteResult>
+  /** The application's handlers of a pipeline's events (the flow metadata shows them). */
+  registeredHooks(name: string): Array<{ phase: string; event: string; scope: string; handler: string }>
 }
 
 /** The served `data-pipeline` service, by the port the library uses. */
