@@ -61,7 +61,7 @@ const TYPE_WORDS = {
 }
 
 export async function settingsPage() {
-  const rulesFile = built('lib/engine/config/rules.js', 'lib/engine/setting-rules.js')
+  const rulesFile = built('lib/engine/config/rules.js')
   const { settingRules } = await import(pathToFileURL(rulesFile).href)
   const rules = settingRules()
   const rows = Object.entries(rules).map(([setting, rule]) => [

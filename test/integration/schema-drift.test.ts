@@ -26,7 +26,7 @@ const require = createRequire(import.meta.url)
 const dist = {
   get metadata() { return require(path.join(ROOT, 'dist/lib/management/metadata.js')) as typeof import('../../lib/management/metadata') },
   get liveShape() { return require(path.join(ROOT, 'dist/lib/adapters/source/live-shape.js')) as typeof import('../../lib/adapters/source/live-shape') },
-  get replay() { return require(path.join(ROOT, 'dist/lib/engine/replay.js')) as typeof import('../../lib/engine/records/replay') },
+  get replay() { return require(path.join(ROOT, 'dist/lib/engine/records/replay.js')) as typeof import('../../lib/engine/records/replay') },
 }
 const forgetLiveDocument = (prefix: string) => dist.liveShape.forgetLiveDocument(prefix)
 

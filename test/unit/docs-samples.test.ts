@@ -46,7 +46,7 @@ function dist(...candidates: string[]): string {
 }
 
 const pkg = require(path.join(ROOT, 'dist/index.js')) as Record<string, unknown>
-const { resolvePipeline } = require(dist('lib/engine/config/index.js', 'lib/engine/config.js'))
+const { resolvePipeline } = require(dist('lib/engine/config/index.js'))
 const { enhanceModel } = require(dist('lib/federation/annotations.js'))
 const { replicasOf } = require(dist('lib/federation/replicate.js'))
 
