@@ -39,7 +39,9 @@ export const RUN_STATUSES = ['idle', 'running', 'failed'] as const
 export type RunStatus = (typeof RUN_STATUSES)[number]
 export const RUN_TRIGGERS = ['manual', 'scheduled', 'external', 'event'] as const
 export type RunTrigger = (typeof RUN_TRIGGERS)[number]
-export const DELTA_MODES = ['timestamp', 'key', 'datetime-fields'] as const
+export const DELTA_MODES = ['timestamp', 'key', 'datetime-fields', 'odata-delta'] as const
+/** OData V4 source kinds that serve standard delta links (`delta.mode: 'odata-delta'`). */
+export const ODATA_DELTA_SOURCE_KINDS = ['odata', 'odata-v4'] as const
 export type DeltaMode = (typeof DELTA_MODES)[number]
 export const SCHEDULE_ENGINES = ['spawn', 'queued'] as const
 export type ScheduleEngine = (typeof SCHEDULE_ENGINES)[number]

@@ -14,6 +14,11 @@ export interface TrackerState {
   slice?: SlicePredicate
   /** Set by the engine for a run: the source reports there how many records the read will deliver. */
   progress?: ReadProgress
+  /**
+   * Set by a source read with `delta.mode: 'odata-delta'`: the delta link (relative to the service
+   * root) the read ended with. The engine stores it in `lastKey` with the run's final tracker update.
+   */
+  deltaLink?: string
 }
 
 /**

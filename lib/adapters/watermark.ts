@@ -39,7 +39,8 @@ export interface Watermark {
 
 /** The effective delta settings after inference from the source entity. */
 export interface DeltaPlan {
-  mode: 'none' | 'timestamp' | 'key' | 'datetime-fields'
+  /** `odata-delta`: the provider's delta link (stored in `lastKey`) replaces watermark fields (delta-links.ts). */
+  mode: 'none' | 'timestamp' | 'key' | 'datetime-fields' | 'odata-delta'
   field?: string
   dateField?: string
   timeField?: string
@@ -76,6 +77,7 @@ const MAX_CURSOR_LENGTH = 1000
 
 export function deltaPlan(pipeline: ResolvedPipeline, sourceElements: string[] | undefined, sourceKeys: string[], typeOf?: (field: string) => string | undefined): DeltaPlan {
   const delta = pipeline.delta
+  if (delta?.mode === 'odata-delta') return { mode: 'odata-delta' }
   if (delta?.mode === 'datetime-fields')
     return withTies({ mode: 'datetime-fields', dateField: delta.dateField, timeField: delta.timeField }, pipeline, sourceKeys, SECOND)
   if (delta?.mode === 'key') {
@@ -106,7 +108,7 @@ function periodOf(type: string | undefined): number {
  * the first page asks for it, each later page only for the rows after the last one read.
  */
 export function readSegments(plan: DeltaPlan, tracker: TrackerState, keys: string[]): ReadSegment[] {
-  if (tracker.mode !== 'delta' || plan.mode === 'none') return [{ order: keys }]
+  if (tracker.mode !== 'delta' || plan.mode === 'none' || plan.mode === 'odata-delta') return [{ order: keys }]
   if (plan.mode === 'key') {
     const field = plan.field!
     const order = [field, ...keys.filter(k => k !== field)]
@@ -165,7 +167,7 @@ export function parseTieCursor(text: string | null | undefined): TieCursor | und
  * filter on them (full runs), so every successful run stores the highest value read.
  */
 export function watermarkFields(plan: DeltaPlan): string[] {
-  if (plan.mode === 'none') return []
+  if (plan.mode === 'none' || plan.mode === 'odata-delta') return []
   return [plan.field, plan.dateField, plan.timeField].filter((field): field is string => Boolean(field))
 }
 

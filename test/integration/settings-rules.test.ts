@@ -44,7 +44,7 @@ describe('configView() serves each overridable setting with its rule', () => {
     for (const field of view.fields) if (!field.overridable) expect(field.rule).toBeUndefined()
     expect(rules.mode).toEqual({ type: 'enum', values: ['delta', 'full'] })
     expect(rules.transaction).toEqual({ type: 'enum', values: ['batch', 'run'] })
-    expect(rules['delta.mode']).toEqual({ type: 'enum', values: ['timestamp', 'key', 'datetime-fields'] })
+    expect(rules['delta.mode']).toEqual({ type: 'enum', values: ['timestamp', 'key', 'datetime-fields', 'odata-delta'] })
     expect(rules['source.batchSize']).toEqual({ type: 'integer', min: 1, max: 100000 })
     expect(rules.enabled).toEqual({ type: 'boolean' })
     expect(rules['deletes.force']).toEqual({ type: 'boolean' })

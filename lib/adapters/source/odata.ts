@@ -11,7 +11,8 @@ import { partitionedPages } from './partitions.js'
 import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { type ODataVersion } from '../predicate.js'
 import { odataQueryPath } from '../odata-client.js'
-import { withRetry } from '../retry.js'
+import { statusOf, withRetry } from '../retry.js'
+import { MAX_DELTA_LINK_LENGTH, deltaEntry, isStoredDeltaLink, longDeltaLink, missingDeltaLink, refusedDeltaLink, relativeToService, trackingPreference } from './delta-links.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { PipelineError } from '../../pipeline/errors.js'
@@ -30,6 +31,8 @@ interface RemoteResult extends Array<DataRecord> {
   $nextLink?: string
   /** V2 `__next`, as CAP's remote service exposes it */
   $next?: string
+  /** V4 `@odata.deltaLink` of a tracked read's last page, as CAP's remote service exposes it */
+  $deltaLink?: string
 }
 
 interface SendingService {
@@ -97,6 +100,11 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   async *readStream(tracker: TrackerState): AsyncGenerator<DataRecord[]> {
     const keys = this.keys()
     const plan = this.watermarkPlan()
+    // delta links: a full or delta run is a tracked read (a partial refresh reads its slice untracked and keeps the link)
+    if (plan.mode === 'odata-delta' && tracker.mode !== 'partial-refresh') {
+      yield* this.readChanges(tracker, keys)
+      return
+    }
     const segments = readSegments(plan, tracker, keys)
     const orderColumns = new Set([...segments.flatMap(s => s.order), ...watermarkFields(plan)])
     const select = this.columns ? [...new Set([...this.columns, ...orderColumns])] : undefined
@@ -108,6 +116,54 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
       withRetry(() => this.fetchPage(request, select), this.pipeline.retry, (error, attempt, delay) =>
         LOG.warn(`pipeline '${this.pipeline.name}': read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`)),
     { progress: tracker.progress })
+  }
+
+  /**
+   * `delta.mode: 'odata-delta'` (delta-links.ts): a delta run with a stored link GETs it, any other
+   * run reads the entity set anew; both with `Prefer: odata.track-changes` on every page, next links
+   * followed. The last page's delta link is left in `tracker.deltaLink` for the engine to store
+   * once the run's writes committed. A stored link the provider refuses fails the run: never a
+   * silent full copy.
+   */
+  private async *readChanges(tracker: TrackerState, keys: string[]): AsyncGenerator<DataRecord[]> {
+    const service = this.pipeline.config.source.service ?? ''
+    const stored = tracker.mode === 'delta' && isStoredDeltaLink(tracker.lastKey) ? tracker.lastKey : undefined
+    const select = this.columns ? [...new Set([...this.columns, ...keys])] : undefined
+    let next: string | undefined = stored ?? odataQueryPath(this.entitySet, { select, orderBy: keys }, this.typeOf, this.version)
+    if (tracker.progress) tracker.progress.uncounted = true
+    let deltaLink: string | undefined
+    while (next) {
+      const path = next
+      let result: RemoteResult
+      try {
+        result = await withRetry(() => this.fetchTracked(path), this.pipeline.retry, (error, attempt, delay) =>
+          LOG.warn(`pipeline '${this.pipeline.name}': tracked read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`))
+      } catch (error) {
+        const status = statusOf(error)
+        if (stored && status !== undefined && status >= 400 && status < 500) throw refusedDeltaLink(service, this.entitySet, status, error)
+        throw error
+      }
+      const records = result.map(record => deltaEntry(this.convertRecord(record), keys))
+      if (records.length) yield records
+      next = result.$nextLink ? this.relativeLink(result.$nextLink) : undefined
+      if (!next) deltaLink = result.$deltaLink
+    }
+    if (!deltaLink) throw missingDeltaLink(service, this.entitySet)
+    const link = relativeToService(deltaLink, this.serviceUrl(), this.entitySet)
+    if (link.length > MAX_DELTA_LINK_LENGTH) throw longDeltaLink(service, this.entitySet, link.length)
+    tracker.deltaLink = link
+  }
+
+  /** One page of a tracked read: `Prefer: odata.track-changes` and the page size the run reads. */
+  private async fetchTracked(path: string): Promise<RemoteResult> {
+    if (LOG._debug) LOG.debug('GET (tracked)', path)
+    const result = await this.service!.send({ method: 'GET', path, headers: { Prefer: trackingPreference(this.batchSize) } })
+    if (!Array.isArray(result)) throw new PipelineError('SOURCE_FAILED', `OData source '${this.pipeline.config.source.service}' answered a tracked read of '${this.entitySet}' without a collection`)
+    return result as RemoteResult
+  }
+
+  private serviceUrl(): string | undefined {
+    return (this.service as { options?: { credentials?: { url?: string } } } | undefined)?.options?.credentials?.url
   }
 
   override keyOrder(): string[] {

@@ -8,7 +8,7 @@
  * behaviour from that shape, validation with errors naming the offending key, and the
  * serialisation written to the tracker.
  */
-import { DEFAULTS, type ReplicationMode } from '../../constants.js'
+import { DEFAULTS, ODATA_DELTA_SOURCE_KINDS, type ReplicationMode } from '../../constants.js'
 import { invalidConfig } from '../../pipeline/errors.js'
 import { isPlainObject } from '../../pipeline/json.js'
 import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../../pipeline/types.js'
@@ -55,7 +55,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
   const mode: ReplicationMode = config.mode ?? (shape === 'query' ? 'full' : 'delta')
   if (shape === 'query' && mode === 'delta')
     throw invalidConfig('mode', "'delta' is not possible with source.query: a derived snapshot has no watermark; use 'full' (or partial-refresh per run)")
-  const delta = resolveDelta(config, shape)
+  const delta = resolveDelta(config, shape, sourceKind)
   const schedule = config.schedule === undefined || config.schedule === null ? undefined : parseSchedule(config.schedule, 'schedule')
   for (const key of ['enabled', 'transaction', 'description'] as const) checkSetting(key, config[key])
   const retry = resolveRetry(config)
@@ -133,12 +133,13 @@ function checkTarget(target: TargetConfig, options: ResolveOptions): void {
 }
 
 /** `delta`: its mode and fields (plain names: they reach the source's URL and queries), deleted rows, settle time. */
-function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape']): ResolvedPipeline['delta'] {
+function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape'], sourceKind: string | undefined): ResolvedPipeline['delta'] {
   if (config.delta === undefined) return undefined
   if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
   if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
   checkSetting('delta.mode', config.delta.mode)
   const deltaMode = config.delta.mode ?? 'timestamp'
+  if (deltaMode === 'odata-delta') checkODataDelta(config, sourceKind)
   if (deltaMode === 'datetime-fields') {
     if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
     if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
@@ -154,6 +155,20 @@ function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape']):
   const { settle } = config.delta
   if (settle !== undefined && typeof settle !== 'number' && typeof settle !== 'string') throw invalidConfig('delta.settle', "must be milliseconds or a duration such as '5m'")
   return { ...config.delta, mode: deltaMode, ...(settle === undefined ? {} : { settle: settle === 0 ? 0 : parseDuration(settle, 'delta.settle') }) }
+}
+
+/**
+ * `delta.mode: 'odata-delta'` (standard OData V4 delta links): the source must be an OData V4
+ * service (the provider answers `Prefer: odata.track-changes`), read entity by entity; the delta
+ * link replaces the watermark field.
+ */
+function checkODataDelta(config: PipelineConfig, sourceKind: string | undefined): void {
+  const kinds: readonly string[] = ODATA_DELTA_SOURCE_KINDS
+  if (config.source.adapter !== undefined || !sourceKind || !kinds.includes(sourceKind))
+    throw invalidConfig('delta.mode', `'odata-delta' needs an OData V4 source (source kind ${kinds.join(' or ')}); source '${config.source.service ?? config.rest?.path ?? '?'}' is ${config.source.adapter ? 'a custom adapter' : sourceKind ? `of kind '${sourceKind}'` : 'of unknown kind'}`)
+  if (config.source.entity === undefined) throw invalidConfig('delta.mode', "'odata-delta' needs an entity-shape pipeline (source.entity)")
+  if (config.delta?.field !== undefined || config.delta?.dateField !== undefined || config.delta?.timeField !== undefined)
+    throw invalidConfig('delta.mode', "'odata-delta' reads the provider's delta links: delta.field, delta.dateField and delta.timeField do not apply")
 }
 
 /** `retry`: checked by the rules (a delay beyond the longest timer would fire after 1 ms: the rule's max), defaults applied. */

@@ -9,10 +9,15 @@
  *
  * Keys are translated to target names by the pipeline's field mapping (the target projection's
  * renames), not by `PIPELINE.MAP` handlers, which never see soft-deleted rows.
+ *
+ * The deleted entries of an OData delta payload (`delta.mode: 'odata-delta'`, records carrying
+ * `@removed`, see adapters/source/delta-links.ts) take the same path: deleted by key, or flagged
+ * when `delta.deletedAction: 'flag'` names a field (`true` for a Boolean field, else the time of the run).
  */
 import { PipelineError } from '../../pipeline/errors.js'
 import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
-import { keyNames } from '../../model/csn.js'
+import { builtinType, keyNames } from '../../model/csn.js'
+import { REMOVED } from '../../adapters/source/delta-links.js'
 import type { DataRecord } from '../../pipeline/types.js'
 import type { PreparedPipeline } from '../run/types.js'
 import type { WriteContext } from '../../adapters/types.js'
@@ -26,35 +31,38 @@ export function isDeletedValue(value: unknown): boolean {
 export class SoftDeletes {
   private constructor(
     private readonly prepared: PreparedPipeline,
-    private readonly field: string,
+    /** The soft-delete field (`delta.deletedField`), if any. */
+    private readonly field: string | undefined,
     /** Target key columns (origin excluded) and their source names. */
     private readonly keys: Array<{ target: string; source: string }>,
     /** `flag`: the target field carrying the mark; undefined: delete. */
     private readonly flagField: string | undefined,
   ) {}
 
-  /** The soft-delete handling of a pipeline, or undefined when `delta.deletedField` is not set. */
+  /** The soft-delete handling of a pipeline, or undefined when neither `delta.deletedField` is set nor the source delivers deleted entries (`odata-delta`). */
   static of(prepared: PreparedPipeline): SoftDeletes | undefined {
     const { pipeline, source, target, mapping } = prepared
     const field = pipeline.delta?.deletedField
-    if (!field) return undefined
+    const removals = pipeline.delta?.mode === 'odata-delta'
+    if (!field && !removals) return undefined
+    const setting = field ? 'delta.deletedField' : 'delta.mode'
     // the source must read the field even when the target has no column for it
-    if (source.columns && !source.columns.includes(field)) source.columns = [...source.columns, field]
+    if (field && source.columns && !source.columns.includes(field)) source.columns = [...source.columns, field]
     const entity = target.entityDefinition()
     const origin = pipeline.config.source.origin
     const targetKeys = entity ? keyNames(entity).filter(k => origin === undefined || k !== ORIGIN_COLUMN) : []
     if (!targetKeys.length)
-      throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: delta.deletedField needs a target with known keys (pipeline '${pipeline.name}')`, { target: 'delta.deletedField' })
+      throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: ${setting} needs a target with known keys to apply deletes (pipeline '${pipeline.name}')`, { target: setting })
     const sourceOf = (name: string) => mapping?.find(m => m.target === name)?.source ?? name
     const keys = targetKeys.map(k => ({ target: k, source: sourceOf(k) }))
     let flagField: string | undefined
-    if (pipeline.delta?.deletedAction === 'flag') {
+    if (field && pipeline.delta?.deletedAction === 'flag') {
       flagField = mapping?.find(m => m.source === field)?.target ?? (entity?.elements[field] ? field : undefined)
       if (!flagField)
         throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: delta.deletedAction 'flag' needs a target element for '${field}' (target '${entity?.name ?? '?'}' has none)`, { target: 'delta.deletedAction' })
       if (!target.flagKeys) throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: delta.deletedAction 'flag' is not supported by the target of pipeline '${pipeline.name}' (database targets only)`, { target: 'delta.deletedAction' })
     } else if (!target.deleteKeys) {
-      throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: delta.deletedField: the target of pipeline '${pipeline.name}' cannot delete by key (database and HCQL targets can)`, { target: 'delta.deletedField' })
+      throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: ${setting}: the target of pipeline '${pipeline.name}' cannot delete by key (database and HCQL targets can)${removals ? "; delta.mode 'odata-delta' applies the provider's deleted entries by key" : ''}`, { target: setting })
     }
     return new SoftDeletes(prepared, field, keys, flagField)
   }
@@ -64,7 +72,7 @@ export class SoftDeletes {
     const gone: DataRecord[] = []
     let kept = 0
     for (const record of batch) {
-      if (isDeletedValue(record[this.field])) gone.push(record)
+      if (record[REMOVED] !== undefined || (this.field !== undefined && isDeletedValue(record[this.field]))) gone.push(record)
       else batch[kept++] = record
     }
     batch.length = kept
@@ -80,8 +88,9 @@ export class SoftDeletes {
       // rows flagged with different values (timestamps) go one value at a time
       let changed = 0
       const byValue = new Map<string, { value: unknown; keys: DataRecord[] }>()
+      const removedMark = this.removedMark()
       gone.forEach((record, i) => {
-        const value = record[this.field]
+        const value = record[REMOVED] !== undefined ? removedMark : record[this.field!]
         const slot = byValue.get(JSON.stringify(value)) ?? { value, keys: [] }
         slot.keys.push(keys[i])
         byValue.set(JSON.stringify(value), slot)
@@ -90,5 +99,11 @@ export class SoftDeletes {
       return changed
     }
     return target.deleteKeys!(keys, context)
+  }
+
+  /** The flag value of an entry the provider reports deleted (it carries no value of the field). */
+  private removedMark(): unknown {
+    const type = builtinType(this.prepared.target.entityDefinition()?.elements[this.flagField!])
+    return type === 'cds.Boolean' ? true : new Date().toISOString()
   }
 }

@@ -359,6 +359,8 @@ export class PipelineRun {
     const { row, trackerState } = transfer
     if (this.request.replay) return { lastSync: toIso(row.lastSync), lastKey: row.lastKey }
     const result = transfer.watermark.result()
+    // OData delta links: the link the read ended with, stored with the final tracker update (after the writes committed)
+    if (source.watermarkPlan().mode === 'odata-delta') return { lastSync: readStart.toISOString(), lastKey: trackerState.deltaLink ?? result.lastKey }
     // a pipeline that always refreshes fully has no watermark: lastSync is the time its data reflects
     if (pipeline.mode === 'full' && this.request.mode !== 'delta') return { ...result, lastSync: this.startTime.toISOString() }
     // an unordered source (REST): rows changed during the read may sort below the highest value seen
