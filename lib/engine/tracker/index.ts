@@ -1,6 +1,7 @@
 /**
- * lib/engine/tracker — the tracker tables: this module; rendered-update.ts renders its frequent
- * UPDATEs once per statement shape.
+ * lib/engine/tracker — the tracker tables: this module (the Tracker); rows.ts holds the rows' shapes,
+ * support.ts what its statements share, rendered-update.ts renders its frequent UPDATEs once per
+ * statement shape.
  *
  * The tracker tables: registration rows, the run guard (one conditional UPDATE plus a lease
  * renewed by a heartbeat), run history rows and cumulative statistics.
@@ -8,9 +9,7 @@
  * Every method runs in its own root transaction, so guard decisions are visible to other
  * triggers and instances at once, whatever transaction the caller is in.
  */
-import { hostname } from 'node:os'
-import { randomUUID } from 'node:crypto'
-import { DEFAULTS, PIPELINES_ENTITY, PIPELINES_TABLE, RUNS_ENTITY, RUN_EVENTS_ENTITY, RUN_TRIGGERS, type ReplicationMode, type RunStatus, type RunTrigger } from '../../constants.js'
+import { PIPELINES_ENTITY, RUNS_ENTITY, RUN_EVENTS_ENTITY } from '../../constants.js'
 import { PipelineError } from '../../pipeline/errors.js'
 import { toCqn, type Predicate } from '../../adapters/predicate.js'
 import { connect, forUpdate, ql, type QueryRunner } from '../../model/ql.js'
@@ -19,81 +18,12 @@ import { tenantKey } from '../tenancy/index.js'
 import { RenderedUpdates } from './rendered-update.js'
 import { chooseWritePath, type WritePath } from '../../adapters/target/write-path.js'
 import type { SqlService } from '../../adapters/target/prepared-writer.js'
-import { currentContext, primaryDatabase } from '../../cap/index.js'
 import { sqlInternals } from '../../cap/index.js'
+import { BUSY_ATTEMPTS, GUESS_PAUSE, asTrackerError, cumulative, isBusy, skipped } from './support.js'
+import { LEASE_OWNER, truncateText, type PipelineRow, type ReadPosition, type RegistrationRow, type RunProgress, type RunStart } from './rows.js'
 
-/** The tracker row as stored (structured `statistics` flattened by CAP). */
-export interface PipelineRow {
-  name: string
-  description: string | null
-  source: string | null
-  target: string | null
-  mode: ReplicationMode | null
-  enabled: boolean | null
-  baseConfig: string | null
-  overrides: string | null
-  schedule: string | null
-  origin: string | null
-  lastSync: string | null
-  lastKey: string | null
-  status: RunStatus | null
-  errorCount: number | null
-  lastError: string | null
-  statistics_created: number | null
-  statistics_updated: number | null
-  statistics_deleted: number | null
-  statistics_unchanged?: number | null
-  statistics_skipped?: number | null
-  leaseOwner: string | null
-  leaseUntil: string | null
-  currentRun: string | null
-  checkpoint: string | null
-  lastSuccess?: string | null
-}
-
-/** Progress columns of a run row (README "Progress and freshness"); null: unknown. */
-export interface RunProgress {
-  processed: number
-  expected: number | null
-  percent: number | null
-  rowsPerSecond: number
-  remainingMs: number | null
-  eta: string | null
-}
-
-/** The history row of a run starting with the guard. */
-export interface RunStart {
-  trigger: RunTrigger
-  mode: ReplicationMode
-  startTime: string
-}
-
-export interface RegistrationRow {
-  name: string
-  description: string | null
-  source: string
-  target: string
-  mode: ReplicationMode
-  baseConfig: string
-  schedule: string | null
-  origin: string | null
-}
-
-/** Identifies this process as lease holder. */
-export const LEASE_OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
-
-const MISSING_TABLE = /no such table|does not exist|invalid table name|not found/i
-
-export function whitelistTrigger(trigger: unknown): RunTrigger {
-  return (RUN_TRIGGERS as readonly unknown[]).includes(trigger) ? (trigger as RunTrigger) : 'manual'
-}
-
-export function truncateText(text: string, length: number = DEFAULTS.lastErrorLength): string {
-  return text.length <= length ? text : `${text.slice(0, length - 1)}…`
-}
-
-/** The part of a tracker row a delta run's read starts from. */
-export type ReadPosition = Pick<PipelineRow, 'lastSync' | 'lastKey' | 'checkpoint'>
+export { asTrackerError, assertConnectionAvailable } from './support.js'
+export { LEASE_OWNER, truncateText, whitelistTrigger, type PipelineRow, type ReadPosition, type RegistrationRow, type RunProgress, type RunStart } from './rows.js'
 
 export class Tracker {
   private dbPromise?: Promise<QueryRunner>
@@ -333,54 +263,3 @@ export class Tracker {
       .where({ name, currentRun: runId })))
   }
 }
-
-/**
- * With a single-connection database (SQLite: pool max 1) a caller whose own transaction already
- * holds the connection would wait forever for the tracker's transaction. Fail fast instead.
- */
-export function assertConnectionAvailable(operation: string): void {
-  const db = primaryDatabase()
-  if (!db || db.options?.pool?.max !== 1) return
-  if (currentContext()?.transactions?.get(db)?.dbc)
-    throw new PipelineError('NOT_SUPPORTED',
-      `${operation}() was called inside a transaction that holds the database's only connection (SQLite); ` +
-      'the run needs its own transactions. Call it outside that transaction, e.g. with cds.spawn(() => …) or after the transaction ends.',
-      { status: 500 })
-}
-
-const BUSY_ATTEMPTS = 8
-/** Runs without read-ahead after a stale guess. */
-const GUESS_PAUSE = 8
-
-function isBusy(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown }
-  return e?.code === 'SQLITE_BUSY' || /database is locked|SQLITE_BUSY/i.test(String(e?.message ?? ''))
-}
-
-/** Increments of the cumulative statistics columns (`skipped` only for runs that count it). */
-function cumulative(statistics: WriteStatistics): Record<string, { '+=': number }> {
-  return {
-    statistics_created: { '+=': statistics.created },
-    statistics_updated: { '+=': statistics.updated },
-    statistics_deleted: { '+=': statistics.deleted },
-    ...(statistics.unchanged ? { statistics_unchanged: { '+=': statistics.unchanged } } : {}),
-    ...(statistics.skipped ? { statistics_skipped: { '+=': statistics.skipped } } : {}),
-  }
-}
-
-/** The run's skipped count, written only by runs of `onError: 'skip'` pipelines (and replays). */
-function skipped(statistics: WriteStatistics): Record<string, number> {
-  return statistics.skipped === undefined ? {} : { statistics_skipped: statistics.skipped }
-}
-
-/** A missing tracker table becomes TRACKER_MISSING naming the table to deploy. */
-export function asTrackerError(error: unknown): unknown {
-  const message = (error as Error)?.message ?? ''
-  if (MISSING_TABLE.test(message) && /plugin_data_pipeline|plugin\.data_pipeline/i.test(message)) {
-    return new PipelineError('TRACKER_MISSING',
-      `The tracker table ${PIPELINES_TABLE} is missing: deploy the plugin's model (add "using from 'cap-data-pipeline/db';" or set management.reuse.api, then run cds deploy)`,
-      { cause: error }) // the database's own message stays in the cause (logged), out of answers
-  }
-  return error
-}
-
