@@ -17,7 +17,7 @@
  * further. Truncate and slices are one CQN DELETE each (the provider reports the affected rows).
  */
 import { BaseTargetAdapter, ORIGIN_COLUMN, keysWhere, ownedRows, uniqueByKey } from './base.js'
-import { sameRow } from './db.js'
+import { sameRow } from './row-compare.js'
 import { previewPage } from '../preview.js'
 import { toCqn, type Predicate } from '../predicate.js'
 import { useHcqlService } from '../source/hcql.js'
