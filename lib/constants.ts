@@ -70,8 +70,6 @@ export const QUEUE = {
 export const MULTITENANCY = {
   /** Default of `multitenancy.parallel`: tenant runs at once per process in a fan-out. */
   parallel: 4,
-  /** What `multitenancy.tenants.<tenant>.replicate.<pipeline>` may set. */
-  tenantOverridable: ['mode', 'schedule'],
   /** The trigger recorded for runs started by a subscription (`syncOnSubscribe`). */
   subscribeTrigger: 'event',
   /** The engine handles a subscribe/upgrade/unsubscribe at the latest this long after the request (ms), should CAP not report its end. */

@@ -2,9 +2,10 @@
  * `npm run docs:reference`: writes the generated reference pages of the docs site from the code, so
  * that a new setting or operation cannot go undocumented.
  *
- * - docs/reference/settings-generated.md: every overridable setting with its type, allowed values
- *   and bounds, from the one rule table the server validates with (`settingRules()`, read from the
- *   build in dist/: run `npm run build` first).
+ * - docs/reference/settings-generated.md: every setting of a pipeline with its type, allowed values,
+ *   bounds, default and description, the overridable ones marked, from the one settings table the
+ *   server validates with (`SETTINGS` of lib/engine/config/settings.ts, the served rules from
+ *   `settingRules()`; read from the build in dist/: run `npm run build` first).
  * - docs/reference/management-api-generated.md: the management API as its CDS model declares it
  *   (srv/management.cds, loaded with `cds.load`): entities with their elements, bound and unbound
  *   actions and functions with their parameters, the service's `@requires`, and the role each
@@ -58,34 +59,48 @@ const TYPE_WORDS = {
   schedule: 'ms, a duration (`10m`), a cron expression, or `{ every | cron, engine }`',
   duration: 'ms or a duration (`30s`, `10m`, `2h`)',
   json: 'a JSON value (checked by the setting\'s own parser)',
+  object: 'an object',
+  function: 'a function or class',
 }
 
+/** A default as the table states it: a value as code, words as they are. */
+const defaultOf = entry => (entry.default === undefined ? '' : typeof entry.default === 'string' && /\s/.test(entry.default) ? cell(entry.default) : code(typeof entry.default === 'string' ? entry.default : JSON.stringify(entry.default)))
+
 export async function settingsPage() {
-  const rulesFile = built('lib/engine/config/rules.js')
-  const { settingRules } = await import(pathToFileURL(rulesFile).href)
-  const rules = settingRules()
-  const rows = Object.entries(rules).map(([setting, rule]) => [
-    code(setting),
-    code(rule.type),
-    rule.values ? rule.values.map(code).join(', ') : cell(TYPE_WORDS[rule.type] ?? ''),
-    cell(bounds(rule)),
-    rule.unit ?? '',
-    rule.pattern ? code(rule.pattern) : '',
-  ])
+  const { SETTINGS, ruleOf } = await import(pathToFileURL(built('lib/engine/config/settings.js')).href)
+  const { settingRules } = await import(pathToFileURL(built('lib/engine/config/rules.js')).href)
+  const served = settingRules()
+  const entries = Object.entries(SETTINGS)
+  const rows = entries.map(([setting, entry]) => {
+    const rule = served[setting] ?? ruleOf(entry)
+    return [
+      code(setting),
+      code(rule.type),
+      rule.values ? rule.values.map(code).join(', ') : cell(TYPE_WORDS[rule.type] ?? ''),
+      cell(bounds(rule)),
+      rule.unit ?? '',
+      defaultOf(entry),
+      entry.overridable ? '✓' : '',
+      cell(entry.description),
+      entry.parser ? code(entry.parser) : '',
+    ]
+  })
+  const overridable = entries.filter(([, entry]) => entry.overridable).length
   return [
-    HEADER('the setting rule table (settingRules() of lib/engine)'),
+    HEADER('the settings table (SETTINGS of lib/engine/config/settings.ts)'),
     '',
-    '# Overridable settings',
+    '# Pipeline settings',
     '',
-    'Every setting of a pipeline that can be changed at run time — by `setOverrides` of the',
-    '[management API](./management-api.md), the console\'s Configuration tab, or per tenant — with the rule',
-    'the server checks it against. The console validates with the same table as you type (it reads the rules',
-    'from `configView()`). What each setting means: [Settings](./settings.md#pipeline-settings).',
+    'Every setting of a pipeline config, with the rule the server checks it against. The overridable ones',
+    '(*Override* ✓) can be changed at run time — by `setOverrides` of the [management API](./management-api.md),',
+    'the console\'s Configuration tab, or per tenant (`mode`, `schedule`); the console validates them with the',
+    'same table as you type (it reads the rules from `configView()`). A setting with its own parser is checked',
+    'by that function. What each setting means in detail: [Settings](./settings.md#pipeline-settings).',
     '',
-    `${Object.keys(rules).length} settings. \`schedule\`'s lower bound is the app's \`schedules.minInterval\` (here the default).`,
+    `${entries.length} settings, ${overridable} overridable. \`schedule\`'s lower bound is the app's \`schedules.minInterval\` (here the default).`,
     '',
-    '| Setting | Type | Allowed values | Bounds | Unit | Pattern |',
-    '|---|---|---|---|---|---|',
+    '| Setting | Type | Allowed values | Bounds | Unit | Default | Override | Description | Parser |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows.map(row => `| ${row.join(' | ')} |`),
     '',
   ].join('\n')

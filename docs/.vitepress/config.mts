@@ -58,7 +58,7 @@ export default defineConfig({
       ] },
       { text: 'Reference', items: [
         { text: 'Settings', link: '/reference/settings' },
-        { text: 'Overridable settings (generated)', link: '/reference/settings-generated' },
+        { text: 'Pipeline settings (generated)', link: '/reference/settings-generated' },
         { text: 'Management API', link: '/reference/management-api' },
         { text: 'Management API model (generated)', link: '/reference/management-api-generated' },
         { text: 'Adapters', link: '/reference/adapters' },

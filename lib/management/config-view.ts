@@ -2,7 +2,8 @@
  * The configuration as coded, overridden and effective, field by field, for `configView()`
  * and the console.
  */
-import { DEFAULTS, MULTITENANCY } from '../constants.js'
+import { DEFAULTS } from '../constants.js'
+import { TENANT_PATHS } from '../engine/config/settings.js'
 import { serializable } from '../engine/config/index.js'
 import type { PipelineConfig, ResolvedPipeline } from '../pipeline/types.js'
 import { OVERRIDABLE_PATHS, type Overrides } from '../engine/config/overrides.js'
@@ -127,7 +128,7 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
       override: hasOverride ? overrides[path] : null,
       effective: effectiveFlat[path] ?? null,
       source: ownTenant ? 'tenant' : hasOverride ? 'override' : coded !== undefined && coded !== null ? 'coded' : 'default',
-      overridable: (OVERRIDABLE_PATHS as readonly string[]).includes(path),
+      overridable: OVERRIDABLE_PATHS.includes(path),
       ...(rules[path] ? { rule: rules[path] } : {}),
       ...(ownTenant ? { tenantOverride: tenantOwn[path] } : {}),
     }
@@ -139,7 +140,7 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
     fields,
     meta: {
       scheduleLiveChangeSupported: options.scheduleLiveChangeSupported ?? true, overridablePaths: [...OVERRIDABLE_PATHS],
-      ...(options.tenant ? { tenant: options.tenant, tenantOverridablePaths: [...MULTITENANCY.tenantOverridable] } : {}),
+      ...(options.tenant ? { tenant: options.tenant, tenantOverridablePaths: [...TENANT_PATHS] } : {}),
     },
     ...(options.tenant ? { tenantOverrides: tenantOwn ?? {} } : {}),
     ...(events ? { events } : {}),

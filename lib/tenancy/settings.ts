@@ -19,6 +19,7 @@
 import cds from '@sap/cds'
 import { LOGGER, MULTITENANCY, SERVICE_NAME } from '../constants.js'
 import type { Overrides } from '../engine/config/overrides.js'
+import { TENANT_PATHS } from '../engine/config/settings.js'
 import { PipelineError } from '../pipeline/errors.js'
 
 const LOG = cds.log(LOGGER.tenancy)
@@ -66,7 +67,7 @@ export function technicalTenant(): string {
 }
 
 /** What a tenant's PipelineAdmin may set for its own tenant. */
-const TENANT_ADMIN_SETTABLE = [...MULTITENANCY.tenantOverridable, 'enabled'] as readonly string[]
+const TENANT_ADMIN_SETTABLE: readonly string[] = [...TENANT_PATHS, 'enabled']
 
 /**
  * Throws FORBIDDEN (403) naming the first setting of `keys` (override paths) that a tenant's
@@ -93,10 +94,10 @@ export function tenantOverrides(tenant: string | undefined, pipeline: string, se
   const own = { ...(configured !== null && typeof configured === 'object' ? configured : {}), ...ownStored(stored, settings) }
   const out: Overrides = {}
   for (const [key, value] of Object.entries(own)) {
-    if ((MULTITENANCY.tenantOverridable as readonly string[]).includes(key)) out[key] = value
+    if (TENANT_PATHS.includes(key)) out[key] = value
     else if (!warnedKeys.has(`${tenant}|${pipeline}|${key}`)) {
       warnedKeys.add(`${tenant}|${pipeline}|${key}`)
-      LOG.warn(`multitenancy.tenants.${tenant}.replicate['${pipeline}'].${key} is ignored: a tenant may override ${MULTITENANCY.tenantOverridable.join(' and ')} only`)
+      LOG.warn(`multitenancy.tenants.${tenant}.replicate['${pipeline}'].${key} is ignored: a tenant may override ${TENANT_PATHS.join(' and ')} only`)
     }
   }
   return Object.keys(out).length ? out : undefined
@@ -106,6 +107,6 @@ export function tenantOverrides(tenant: string | undefined, pipeline: string, se
 function ownStored(stored: Overrides | undefined, settings: TenancySettings): Overrides {
   const out: Overrides = {}
   for (const [key, value] of Object.entries(stored ?? {}))
-    if ((MULTITENANCY.tenantOverridable as readonly string[]).includes(key) && !settings.lockedSettings.includes(key)) out[key] = value
+    if (TENANT_PATHS.includes(key) && !settings.lockedSettings.includes(key)) out[key] = value
   return out
 }

@@ -1,8 +1,10 @@
 /**
- * lib/engine/config — checking a pipeline's settings: this module resolves a config (`resolvePipeline`,
- * errors naming the first offending key); rules.ts is the table of the overridable settings (also
- * served to the console), overrides.ts applies overrides, limits.ts and duration.ts the bounds and
- * duration strings every checker shares.
+ * lib/engine/config — checking a pipeline's settings: settings.ts is the one table of every setting
+ * (type, bounds, default, overridable, description, parser); rules.ts checks a value against its
+ * entry (`checkSetting`) and serves the overridable ones' rules to the console; this module resolves
+ * a config (`resolvePipeline`, errors naming the first offending key: the table's checks in order,
+ * the cross-field checks between them); overrides.ts applies overrides, limits.ts and duration.ts
+ * the bounds and duration strings every checker shares.
  *
  * Pipeline definitions: the shape users pass to `addPipeline`, the rules that infer
  * behaviour from that shape, validation with errors naming the offending key, and the
@@ -17,8 +19,8 @@ import { validateRestConfig } from '../../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../../adapters/kinds.js'
 import { parseSchedule } from '../schedule/spec.js'
 import { parseDuration } from './duration.js'
-import { STORED_LENGTHS, checkFieldName, checkLength } from './limits.js'
-import { checkSetting } from './rules.js'
+import { checkFieldName } from './limits.js'
+import { checkSetting, checkSettings } from './rules.js'
 
 const DATABASE_KINDS = new Set(['sqlite', 'hana', 'postgres', 'sql', 'better-sqlite', 'legacy-sqlite'])
 const KNOWN_SOURCE_KINDS = new Set(['odata', 'odata-v4', 'odata-v2', 'hcql', 'rest', 'cqn', 'db', 'sqlite', 'hana', 'postgres'])
@@ -40,14 +42,12 @@ export interface ResolveOptions {
 export function resolvePipeline(config: PipelineConfig, options: ResolveOptions = {}): ResolvedPipeline {
   if (!isObject(config)) throw invalidConfig('config', 'must be an object')
   const { name, target } = config
-  if (typeof name !== 'string' || !name.trim()) throw invalidConfig('name', 'is required and must be a non-empty string')
-  checkLength(name, 'name', STORED_LENGTHS.name)
-  if (!isObject(config.source)) throw invalidConfig('source', 'is required and must be an object')
-  if (target !== undefined && !isObject(target)) throw invalidConfig('target', 'must be an object')
+  // the checks run in this order: the first offending key is the one an error names; each key's
+  // own check is its entry in the settings table (settings.ts, through checkSetting), the
+  // cross-field checks are code between them
+  for (const key of ['name', 'source', 'target'] as const) checkSetting(key, config[key])
   const tgt: TargetConfig = target ?? {}
-  // the checks run in this order: the first offending key is the one an error names
   const { shape, sourceKind } = resolveSource(config, options)
-  // the overridable settings' own checks are their served rules (setting-rules.ts)
   checkSetting('source.batchSize', config.source.batchSize ?? undefined) // (null: the default, as before)
   const batchSize = config.source.batchSize ?? DEFAULTS.batchSize
   checkTarget(tgt, options)
@@ -63,11 +63,13 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     throw invalidConfig('refresh.slice', 'applies to query-shape pipelines (source.query) only')
   const deletes = resolveDeletes(config, shape, sourceKind, tgt, options)
   const leaseDuration = config.leaseDuration ?? DEFAULTS.leaseDuration
-  if (!Number.isInteger(leaseDuration) || leaseDuration < 500) throw invalidConfig('leaseDuration', 'must be an integer of at least 500 ms')
+  checkSetting('leaseDuration', leaseDuration)
   const parallel = config.parallel ?? DEFAULTS.parallel
   checkSetting('parallel', parallel) // most requests a full copy or a large delta reads at once, in key ranges
   const schemaDrift = config.schemaDrift === undefined || config.schemaDrift === null ? undefined : resolveSchemaDrift(config.schemaDrift, 'schemaDrift')
   const maxStaleness = resolveMaxStaleness(config.maxStaleness)
+  const onError = resolveOnError(config.onError)
+  checkSettings(config) // the table's entries of a simple type no step above checks (a new setting)
 
   return {
     name,
@@ -84,7 +86,7 @@ export function resolvePipeline(config: PipelineConfig, options: ResolveOptions 
     leaseDuration,
     parallel,
     ...(schemaDrift ? { schemaDrift } : {}),
-    onError: resolveOnError(config.onError),
+    onError,
     deletes,
     ...(maxStaleness === undefined ? {} : { maxStaleness }),
   }
@@ -96,37 +98,30 @@ function resolveSource(config: PipelineConfig, options: ResolveOptions): { shape
   const hasRestPath = typeof config.rest?.path === 'string'
   if (source.entity !== undefined && source.query !== undefined)
     throw invalidConfig('source.query', 'cannot be combined with source.entity: use source.entity for replication or source.query for a derived snapshot')
-  if (source.query !== undefined && typeof source.query !== 'function')
-    throw invalidConfig('source.query', 'must be a function returning a CQN SELECT')
-  if (source.entity !== undefined && (typeof source.entity !== 'string' || !source.entity))
-    throw invalidConfig('source.entity', 'must be a non-empty string')
+  checkSetting('source.query', source.query)
+  checkSetting('source.entity', source.entity)
   if (source.entity === undefined && source.query === undefined && !hasRestPath && !source.adapter)
     throw invalidConfig('source.entity', 'is required (or source.query for a query-shape pipeline, or rest.path for a REST source)')
   const shape: ResolvedPipeline['shape'] = source.query ? 'query' : 'entity'
 
   const kinds = new Set([...KNOWN_SOURCE_KINDS, ...(options.knownKinds ?? [])])
-  if (source.kind !== undefined && (typeof source.kind !== 'string' || !kinds.has(source.kind)))
-    throw invalidConfig('source.kind', `'${String(source.kind)}' is unknown; expected one of ${[...kinds].join(', ')} or a custom source.adapter`)
-  if (source.adapter !== undefined && typeof source.adapter !== 'function')
-    throw invalidConfig('source.adapter', 'must be a class extending BaseSourceAdapter')
+  checkSetting('source.kind', source.kind, { values: [...kinds] })
+  checkSetting('source.adapter', source.adapter)
   const sourceKind = source.adapter ? undefined : source.kind ?? (hasRestPath ? 'rest' : source.service ? options.serviceKind?.(source.service) : undefined)
   if (sourceKind === 'rest') validateRestConfig(config)
   if (source.origin !== undefined) {
-    if (typeof source.origin !== 'string' || !source.origin) throw invalidConfig('source.origin', 'must be a non-empty string')
+    checkSetting('source.origin', source.origin, { typeOnly: true })
     if (shape === 'query') throw invalidConfig('source.origin', 'cannot be combined with source.query (fan-in works for entity-shape pipelines)')
-    checkLength(source.origin, 'source.origin', STORED_LENGTHS.origin)
+    checkSetting('source.origin', source.origin)
   }
   return { shape, sourceKind }
 }
 
 /** `target`: adapter, kind, entity, and a service that is a database or a remote target kind. */
 function checkTarget(target: TargetConfig, options: ResolveOptions): void {
-  if (target.adapter !== undefined && typeof target.adapter !== 'function')
-    throw invalidConfig('target.adapter', 'must be a class extending BaseTargetAdapter')
-  if (target.kind !== undefined && target.kind !== 'odata' && target.kind !== 'odata-v2' && target.kind !== 'hcql')
-    throw invalidConfig('target.kind', `'${String(target.kind)}' is unknown; expected odata, odata-v2 or hcql`)
-  if (!target.adapter && (typeof target.entity !== 'string' || !target.entity))
-    throw invalidConfig('target.entity', 'is required unless a custom target.adapter is given')
+  checkSetting('target.adapter', target.adapter)
+  checkSetting('target.kind', target.kind)
+  if (!target.adapter) checkSetting('target.entity', target.entity) // (required unless a custom adapter)
   const serviceKind = target.service === undefined ? '' : options.serviceKind?.(target.service) ?? ''
   if (target.service !== undefined && target.service !== 'db' && !target.adapter && !target.kind && !DATABASE_KINDS.has(serviceKind) && !REMOTE_TARGET_KINDS.has(serviceKind))
     throw invalidConfig('target.service', `'${target.service}' is not a database service: set target.kind (odata, odata-v2, hcql) or a custom target.adapter`)
@@ -135,7 +130,7 @@ function checkTarget(target: TargetConfig, options: ResolveOptions): void {
 /** `delta`: its mode and fields (plain names: they reach the source's URL and queries), deleted rows, settle time. */
 function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape'], sourceKind: string | undefined): ResolvedPipeline['delta'] {
   if (config.delta === undefined) return undefined
-  if (!isObject(config.delta)) throw invalidConfig('delta', 'must be an object')
+  checkSetting('delta', config.delta)
   if (shape === 'query') throw invalidConfig('delta', 'is not possible with source.query')
   checkSetting('delta.mode', config.delta.mode)
   const deltaMode = config.delta.mode ?? 'timestamp'
@@ -143,12 +138,10 @@ function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape'], 
   if (deltaMode === 'datetime-fields') {
     if (!config.delta.dateField) throw invalidConfig('delta.dateField', "is required for delta.mode 'datetime-fields'")
     if (!config.delta.timeField) throw invalidConfig('delta.timeField', "is required for delta.mode 'datetime-fields'")
-  } else if (config.delta.field !== undefined && (typeof config.delta.field !== 'string' || !config.delta.field)) {
-    throw invalidConfig('delta.field', 'must be a non-empty string')
-  }
+  } else checkSetting('delta.field', config.delta.field)
   const { deletedField, deletedAction } = config.delta
-  if (deletedField !== undefined && (typeof deletedField !== 'string' || !deletedField)) throw invalidConfig('delta.deletedField', 'must be a non-empty string (the source field marking deleted rows)')
-  if (deletedAction !== undefined && deletedAction !== 'delete' && deletedAction !== 'flag') throw invalidConfig('delta.deletedAction', `'${String(deletedAction)}' is invalid; expected delete or flag`)
+  checkSetting('delta.deletedField', deletedField)
+  checkSetting('delta.deletedAction', deletedAction)
   if (deletedAction !== undefined && deletedField === undefined) throw invalidConfig('delta.deletedAction', 'needs delta.deletedField')
   // (the registry checks the names against the source entity)
   for (const key of ['field', 'dateField', 'timeField', 'deletedField'] as const) checkFieldName(config.delta[key], `delta.${key}`)
@@ -174,7 +167,7 @@ function checkODataDelta(config: PipelineConfig, sourceKind: string | undefined)
 /** `retry`: checked by the rules (a delay beyond the longest timer would fire after 1 ms: the rule's max), defaults applied. */
 function resolveRetry(config: PipelineConfig): ResolvedPipeline['retry'] {
   const retry = config.retry ?? {}
-  if (!isObject(retry)) throw invalidConfig('retry', 'must be an object')
+  checkSetting('retry', retry)
   for (const key of ['maxRetries', 'baseDelay', 'maxDelay'] as const) checkSetting(`retry.${key}`, retry[key])
   return {
     maxRetries: retry.maxRetries ?? DEFAULTS.maxRetries,

@@ -5,17 +5,15 @@
 import { invalidConfig } from '../../pipeline/errors.js'
 import { isPlainObject } from '../../pipeline/json.js'
 import type { PipelineConfig } from '../../pipeline/types.js'
+import { pathsWhere } from './settings.js'
 
-/** The only config paths an override may set. */
-export const OVERRIDABLE_PATHS = [
-  'description', 'mode', 'enabled', 'schedule', 'transaction', 'maxStaleness', 'parallel',
-  'source.batchSize', 'delta.field', 'delta.mode', 'delta.dateField', 'delta.timeField',
-  'retry.maxRetries', 'retry.baseDelay', 'retry.maxDelay',
-  // as a whole (an object value replaces the coded one; null restores the default)
-  'onError', 'schemaDrift', 'deletes',
-  // one setting of the coded deletes, e.g. `deletes.force: true` to let a known mass deletion through once
-  'deletes.sweep', 'deletes.maxShare', 'deletes.force',
-] as const
+/**
+ * The only config paths an override may set: the overridable entries of the settings table
+ * (settings.ts). `onError`, `schemaDrift` and `deletes` are set as a whole (an object value replaces
+ * the coded one; null restores the default); `deletes.*` one setting of the coded deletes, e.g.
+ * `deletes.force: true` to let a known mass deletion through once.
+ */
+export const OVERRIDABLE_PATHS: readonly string[] = Object.freeze(pathsWhere(entry => entry.overridable))
 
 export type Overrides = Record<string, unknown>
 
@@ -25,11 +23,11 @@ export function flattenOverrides(input: unknown, prefix = ''): Overrides {
   const out: Overrides = {}
   for (const [key, value] of Object.entries(input)) {
     const path = prefix ? `${prefix}.${key}` : key
-    if (isPlainObject(value) && !(OVERRIDABLE_PATHS as readonly string[]).includes(path)) Object.assign(out, flattenOverrides(value, path))
+    if (isPlainObject(value) && !OVERRIDABLE_PATHS.includes(path)) Object.assign(out, flattenOverrides(value, path))
     else out[path] = value
   }
   for (const path of Object.keys(out))
-    if (!(OVERRIDABLE_PATHS as readonly string[]).includes(path))
+    if (!OVERRIDABLE_PATHS.includes(path))
       throw invalidConfig(path, `cannot be overridden; overridable paths are ${OVERRIDABLE_PATHS.join(', ')}`)
   return out
 }
