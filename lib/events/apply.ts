@@ -1,6 +1,6 @@
 /**
  * One micro-batch of a pipeline's event keys, written as a delta batch of a run is
- * (engine/run.ts): current rows fetched by key list, MAP, validation or the rejects of
+ * (engine/run/index.ts): current rows fetched by key list, MAP, validation or the rejects of
  * `onError: 'skip'`, WRITE, soft deletes, all in one transaction. Keys the source no longer
  * returns and `delete` messages follow the pipeline's delete policy: `delta.deletedAction:
  * 'flag'` flags the replica's row, anything else deletes it. The watermark is never touched:
@@ -8,11 +8,11 @@
  */
 import { EVENTS } from '../constants.js'
 import { ORIGIN_COLUMN } from '../adapters/target/db.js'
-import { keyNames, builtinType } from '../model/csn.js'
+import { keyNames, builtinType, type CsnElement } from '../model/csn.js'
 import { connect, type QueryRunner } from '../model/ql.js'
 import { SoftDeletes } from '../engine/deletes/soft-delete.js'
 import { RunRejects } from '../engine/records/rejects.js'
-import { validatorOf } from '../engine/validate.js'
+import { validatorOf } from '../engine/records/index.js'
 import { addStatistics } from '../engine/run/statistics.js'
 import type { EventDispatcher, PreparedPipeline } from '../engine/run/types.js'
 import { fieldPolicy, hiddenValuesOf, redactError } from '../security/hidden.js'
@@ -39,6 +39,18 @@ export function sourceKeys(prepared: PreparedPipeline): string[] {
   const target = prepared.target.entityDefinition()
   const origin = prepared.pipeline.config.source.origin
   return target ? keyNames(target).filter(k => origin === undefined || k !== ORIGIN_COLUMN).map(k => prepared.mapping?.find(m => m.target === k)?.source ?? k) : []
+}
+
+/**
+ * The elements of the source keys (by source name), for the type check of keys at receipt: the
+ * source entity's, or (a source without a model entity, e.g. REST) the target's mapped ones.
+ */
+export function keyElements(prepared: PreparedPipeline): Record<string, CsnElement | undefined> {
+  const source = prepared.source.entityDefinition()
+  if (source) return Object.fromEntries(keyNames(source).map(k => [k, source.elements[k]]))
+  const target = prepared.target.entityDefinition()
+  const targetOf = (name: string) => prepared.mapping?.find(m => m.source === name)?.target ?? name
+  return Object.fromEntries(sourceKeys(prepared).map(k => [k, target?.elements[targetOf(k)]]))
 }
 
 /** Writes one micro-batch; `done` runs in the same transaction (the batch's keys leave the waiting table with the write). */

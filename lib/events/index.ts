@@ -14,8 +14,9 @@ import { invalidConfig } from '../pipeline/errors.js'
 import { EventBatcher } from './batcher.js'
 import { PendingKeys } from './store.js'
 import { EventStats } from './stats.js'
-import { sourceKeys } from './apply.js'
-import { eventTimeOf, handlerHoldsOnlyConnection, identityOf, keyPaths, keysOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import { keyElements, sourceKeys } from './apply.js'
+import { checkKeys, eventTimeOf, handlerHoldsOnlyConnection, identityOf, keyPaths, keysOf, messageIdOf, subscribeTopics, topicsOf, type InboundMessage } from './subscribe.js'
+import type { CsnElement } from '../model/csn.js'
 import type { ResolvedEvents, ResolvedTopic } from './config.js'
 import { labelOf, messageTenant, perTenant, slotOf, tenantGone } from './tenant.js'
 
@@ -74,10 +75,12 @@ export class EventReplication {
     if (topics.some(t => t.action === 'upsert') && !readsByKey(prepared.source))
       throw invalidConfig('events', `an 'upsert' topic reads the changed rows by key, which the source of pipeline '${pipeline.name}' (${prepared.source.constructor.name}) cannot; use action 'payload' or 'delete'`)
     this.subscriptions.set(pipeline.name, { events })
+    this.keys.receiptsFor(pipeline.name, events.window)
     const batcher = this.batcher(pipeline.name, undefined)!
+    const elements = keyElements(prepared)
     let inHandlerTransaction = false
     try {
-      const srv = await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, message, inHandlerTransaction))
+      const srv = await subscribeTopics(pipeline.name, events, topics, (topic, message) => this.receive(pipeline.name, topic, paths.get(topic)!, elements, message, inHandlerTransaction))
       inHandlerTransaction = handlerHoldsOnlyConnection(srv)
     } catch (error) {
       this.subscriptions.delete(pipeline.name)
@@ -99,7 +102,7 @@ export class EventReplication {
     return batcher
   }
 
-  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, message: InboundMessage, inHandlerTransaction: boolean): Promise<void> {
+  private async receive(name: string, topic: ResolvedTopic, paths: Record<string, string>, elements: Record<string, CsnElement | undefined>, message: InboundMessage, inHandlerTransaction: boolean): Promise<void> {
     // CAP runs the handler in the message's tenant: its keys go to that tenant's database
     const tenant = messageTenant()
     if (tenantGone(tenant)) {
@@ -108,13 +111,23 @@ export class EventReplication {
     }
     const batcher = this.batcher(name, tenant)
     if (!batcher) return
-    const { keys, unnamed } = keysOf(message, topic, paths)
+    const named = keysOf(message, topic, paths)
+    const { unnamed } = named
+    const { valid: keys, refused } = checkKeys(named.keys, elements)
     const eventTime = eventTimeOf(message)
     if (unnamed) {
       LOG.warn(`${labelOf(name, tenant)}: a message of '${topic.topic}' names no complete key (${Object.values(paths).join(', ')}); skipped`)
       this.stats.applied(name, 0, unnamed, [], tenant)
     }
-    this.stats.received(name, keys.length + unnamed, eventTime, tenant)
+    if (refused.length) {
+      // a key no row can have would fail every micro-batch it joins: refused here, never stored
+      const id = messageIdOf(message)
+      const [first] = refused
+      const more = refused.length > 1 ? ` (and ${refused.length - 1} more of its keys)` : ''
+      LOG.warn(`${labelOf(name, tenant)}: message ${id === undefined ? '(without id)' : `'${id}'`} of '${topic.topic}': key element '${first.element}' (payload field '${paths[first.element]}'): ${first.problem}${more}; refused, counted as skipped`)
+      this.stats.applied(name, 0, refused.length, [], tenant)
+    }
+    this.stats.received(name, keys.length + unnamed + refused.length, eventTime, tenant)
     // fan-out copies of one message (every instance receives it) collapse into one stored row per key
     await this.keys.put(name, keys, eventTime, inHandlerTransaction, tenant, identityOf(message, topic.topic))
     batcher.notify()

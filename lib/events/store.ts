@@ -53,6 +53,12 @@ const GATHER = 10
 /** Rows per DELETE of applied keys (two parameters each: far below SQLite's and PostgreSQL's limits). */
 const REMOVE_CHUNK = 1000
 
+/**
+ * How long this instance remembers when it received (or first saw) a key, at least (ms); ten windows
+ * when that is longer. A key still waiting after that counts as seen anew: it waits one more window.
+ */
+const RECEIPT_KEEP = 10_000
+
 /** How long an applied row of an identified message stays as a tombstone: fan-out copies arrive within seconds. */
 const TOMBSTONE_KEEP = 60_000
 /** How often a pipeline's old tombstones are removed (at most). */
@@ -128,6 +134,15 @@ export class PendingKeys {
   private readonly writing = new Map<string, Promise<void>>()
   /** When each pipeline's (and tenant's) old tombstones were last removed; only pipelines this instance left tombstones of. */
   private readonly purged = new Map<string, number>()
+  /** Per pipeline and tenant: when this instance last received each key (ms), oldest first. */
+  private readonly receipts = new Map<string, Map<string, number>>()
+  /** Per pipeline: how long its receipts are kept (ms). */
+  private readonly receiptKeep = new Map<string, number>()
+
+  /** The pipeline's micro-batches wait `window` ms: its receipts are kept ten windows (at least RECEIPT_KEEP). */
+  receiptsFor(pipeline: string, window: number): void {
+    this.receiptKeep.set(pipeline, Math.max(RECEIPT_KEEP, 10 * window))
+  }
 
   /**
    * Stores the keys of one message; resolves once they are in the database. Keys of messages
@@ -143,6 +158,7 @@ export class PendingKeys {
    */
   async put(pipeline: string, keys: Array<{ key: Record<string, unknown>; action: EventAction; payload?: unknown }>, eventTime: string, inHandlerTransaction = false, tenant?: string, identity?: string): Promise<void> {
     if (!keys.length) return
+    this.received(pipeline, tenant, keys.map(({ key }) => JSON.stringify(key)))
     const rows = keys.map(({ key, action, payload }, index): PendingKey => ({
       pipeline, recordKey: JSON.stringify(key), action, payload: payload === undefined ? null : JSON.stringify(payload), eventTime,
       version: identity === undefined ? randomUUID() : derivedVersion(identity, index), appliedAt: null,
@@ -168,10 +184,44 @@ export class PendingKeys {
   }
 
   /**
+   * When this instance received a waiting key (ms; its last message) — or, a key it has not
+   * received (yet: a message reaches the instances of a broker's fan-out at different times, the
+   * more so on a busy machine; or never: another instance's, one a previous process stored), when
+   * it first saw the key waiting: now. Never the message's time, which says nothing of when the
+   * instances got it (seconds earlier when the provider lags). Every instance receives every
+   * message at about the same time, so each can tell from the oldest waiting key alone whether its
+   * window has passed, and none sooner than the one that received it first.
+   */
+  receivedAt(pipeline: string, recordKey: string, tenant?: string): number {
+    const at = this.receipts.get(slotOf(pipeline, tenant))?.get(recordKey)
+    if (at !== undefined) return at
+    this.received(pipeline, tenant, [recordKey])
+    return Date.now()
+  }
+
+  private received(pipeline: string, tenant: string | undefined, recordKeys: string[]): void {
+    const slot = slotOf(pipeline, tenant)
+    let receipts = this.receipts.get(slot)
+    if (!receipts) this.receipts.set(slot, receipts = new Map())
+    const now = Date.now()
+    const keep = this.receiptKeep.get(pipeline) ?? RECEIPT_KEEP
+    // delete first: a Map keeps the order of first insertion, and the oldest must stay first
+    for (const recordKey of recordKeys) {
+      receipts.delete(recordKey)
+      receipts.set(recordKey, now)
+    }
+    for (const [recordKey, at] of receipts) {
+      if (now - at < keep) break
+      receipts.delete(recordKey)
+    }
+  }
+
+  /**
    * The tenant unsubscribed: its keys not yet written are dropped (its database goes); their
    * messages end as handled, with a warning, since no retry could write them anywhere.
    */
   dropTenant(tenant: string): void {
+    for (const slot of this.receipts.keys()) if (slot.startsWith(`${tenant}\u0000`)) this.receipts.delete(slot)
     for (const [slot, waiting] of this.waiting) {
       if (waiting.tenant !== tenant) continue
       this.waiting.delete(slot)
@@ -234,16 +284,33 @@ export class PendingKeys {
     }
   }
 
-  /** Whether a pipeline has keys waiting (tombstones do not count). */
-  async hasWaiting(pipeline: string): Promise<boolean> {
+  /** The oldest waiting key of a pipeline (tombstones do not count) other than `except`; undefined when none waits. */
+  async oldest(pipeline: string, except: ReadonlySet<string> = new Set()): Promise<Pick<PendingKey, 'recordKey' | 'eventTime'> | undefined> {
     const db = await connect('db')
-    return Boolean(await db.run(ql.SELECT.one.from(EVENT_KEYS_ENTITY).columns('recordKey').where([
+    const rows = (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).columns('recordKey', 'eventTime').where([
       { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, 'is', 'null',
-    ] as never)))
+    ] as never).orderBy('eventTime').limit(1 + except.size))) as Array<Pick<PendingKey, 'recordKey' | 'eventTime'>>
+    return rows.find(row => !except.has(row.recordKey))
   }
 
-  /** The oldest waiting keys of a pipeline (at most `limit`); removes its tombstones older than TOMBSTONE_KEEP now and then. */
-  async take(pipeline: string, limit: number): Promise<PendingKey[]> {
+  /** The waiting rows of the keys `recordKeys` (those still waiting). */
+  async takeKeys(pipeline: string, recordKeys: string[]): Promise<PendingKey[]> {
+    const db = await connect('db')
+    const rows: PendingKey[] = []
+    for (const part of chunk(recordKeys, REMOVE_CHUNK)) {
+      rows.push(...(await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where([
+        { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, 'is', 'null',
+        'and', { ref: ['recordKey'] }, 'in', { list: part.map(recordKey => ({ val: recordKey })) },
+      ] as never).orderBy('eventTime'))) as PendingKey[])
+    }
+    return rows
+  }
+
+  /**
+   * The oldest waiting keys of a pipeline (at most `limit`) other than `except` (keys held back for
+   * their retry: few); removes its tombstones older than TOMBSTONE_KEEP now and then.
+   */
+  async take(pipeline: string, limit: number, except: ReadonlySet<string> = new Set()): Promise<PendingKey[]> {
     const db = await connect('db')
     const slot = tombstoneSlot(pipeline)
     const since = this.purged.get(slot)
@@ -253,9 +320,10 @@ export class PendingKeys {
         { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, '<', { val: new Date(Date.now() - TOMBSTONE_KEEP).toISOString() },
       ] as never))
     }
-    return (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where([
+    const rows = (await db.run(ql.SELECT.from(EVENT_KEYS_ENTITY).where([
       { ref: ['pipeline'] }, '=', { val: pipeline }, 'and', { ref: ['appliedAt'] }, 'is', 'null',
-    ] as never).orderBy('eventTime').limit(limit))) as PendingKey[]
+    ] as never).orderBy('eventTime').limit(limit + except.size))) as PendingKey[]
+    return (except.size ? rows.filter(row => !except.has(row.recordKey)) : rows).slice(0, limit)
   }
 
   /**

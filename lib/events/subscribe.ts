@@ -11,6 +11,8 @@ import { isListening } from '../lifecycle.js'
 import type { DataRecord } from '../pipeline/types.js'
 import type { EventAction, ResolvedEvents, ResolvedTopic } from './config.js'
 import { isQueued } from '../model/queued.js'
+import { keyProblem } from '../engine/records/index.js'
+import type { CsnElement } from '../model/csn.js'
 
 const LOG = cds.log('data-pipeline|events')
 
@@ -106,6 +108,43 @@ export function keysOf(message: InboundMessage, topic: ResolvedTopic, paths: Rec
     else keys.push({ key, action: topic.action, ...(topic.action === 'payload' ? { payload: record as DataRecord } : {}) })
   }
   return { keys, unnamed }
+}
+
+/** A key a message names that no row of the source can have: its element, and why (the value quoted). */
+export interface RefusedKey {
+  element: string
+  problem: string
+}
+
+/**
+ * The keys of a message whose values the source's key elements can hold, and those they cannot
+ * (`ID: 'not-a-number'` for an Integer key, a UUID key that is no UUID, a String(10) key of 11
+ * characters, a Date key that is no date, …): refused at receipt, never stored, so no micro-batch
+ * fails for them. Key elements without a known type are not checked.
+ */
+export function checkKeys(keys: MessageKey[], elements: Record<string, CsnElement | undefined>): { valid: MessageKey[]; refused: RefusedKey[] } {
+  const valid: MessageKey[] = []
+  const refused: RefusedKey[] = []
+  for (const each of keys) {
+    let refusal: RefusedKey | undefined
+    for (const [element, value] of Object.entries(each.key)) {
+      const definition = elements[element]
+      const problem = definition ? keyProblem(definition, value) : undefined
+      if (problem) {
+        refusal = { element, problem }
+        break
+      }
+    }
+    if (refusal) refused.push(refusal)
+    else valid.push(each)
+  }
+  return { valid, refused }
+}
+
+/** The message's id (CloudEvents `id`) as logs quote it. */
+export function messageIdOf(message: InboundMessage): string | undefined {
+  const id = message.headers?.id
+  return (typeof id === 'string' && id !== '') || typeof id === 'number' ? String(id) : undefined
 }
 
 /**

@@ -11,7 +11,7 @@ import type { PreparedPipeline } from '../engine/run/types.js'
 import type { DataRecord } from '../pipeline/types.js'
 import { fieldPolicy } from '../security/hidden.js'
 import { auditConfigured, auditSensitiveRead } from '../security/audit.js'
-import { comparisonProblem } from '../engine/validate.js'
+import { comparisonProblem } from '../engine/records/index.js'
 import { readAccess, type ReadAccess } from '../security/authorization.js'
 import { sourceNameOf } from '../adapters/mapping.js'
 

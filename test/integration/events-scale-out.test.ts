@@ -21,6 +21,8 @@ const INSTANCES = 3
 /** The steady phase: keys changed per tick, one message each, and the ticks (every 20 ms). */
 const PER_TICK = 6
 const TICKS = 100
+/** The pipeline's events.window (ms). */
+const WINDOW = '200'
 
 let provider: RunningApp & { control: ProviderControl }
 let apps: RunningApp[] = []
@@ -36,7 +38,7 @@ beforeAll(async () => {
     cds_requires_Provider_credentials_url: `${provider.url}/odata/v4/catalog`,
     cds_requires_messaging_publishPrefix: PREFIX,
     cds_requires_messaging_subscribePrefix: PREFIX,
-    EVENTS_WINDOW: '200',
+    EVENTS_WINDOW: WINDOW,
   }
   apps = await Promise.all(Array.from({ length: INSTANCES }, () => startApp(APP, { env, timeout: 90_000 })))
   bus = await redisMessaging('events-scale-out-bus', { publishPrefix: PREFIX, subscribePrefix: PREFIX })
@@ -79,10 +81,12 @@ test(`${INSTANCES} instances, ${COUNT} changes fanned out to all: each applied o
   expect(logs.every(log => !/event batch .* failed/.test(log))).toBe(true)
 })
 
-test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate: none lost while the instances store the same keys and drain`, async () => {
+test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate: none lost while the instances store the same keys and drain, provider requests as for one instance`, async () => {
   const total = PER_TICK * TICKS
   await provider.control.seed({ from: 1001, count: total })
   await provider.control.touch({ from: 1001, count: total, title: 'steady' })
+  const before = (await provider.control.stats()).requests
+  const started = Date.now()
   // a steady rate (not one burst): every instance stores keys of several messages per write while
   // the others store the same keys and drains remove them; the ticks pace the sender only
   const sent: Array<Promise<unknown>> = []
@@ -91,12 +95,20 @@ test(`${INSTANCES} instances, ${PER_TICK * TICKS} changes at a steady rate: none
     for (const ID of IDs) sent.push(bus.emit('Book.Changed', { ID }, { time: new Date().toISOString() }))
     await new Promise(resolve => setTimeout(resolve, 20))
   }
+  const sending = Date.now() - started
   await Promise.all(sent)
   await waitFor(async () => (await count("title eq 'steady'")) === total, `all ${total} changes in the replica`, 60_000).catch(async error => {
     await dump("title eq 'steady'", total)
     throw error
   })
   await waitFor(async () => (await waitingKeys()) === 0, 'no key left waiting')
+  // one instance applies a stream with a micro-batch per window (one request each, at most 36 keys):
+  // about sending / window + 1; three instances at most 1.2 times that (each used to start its own
+  // micro-batches once it lost the guard: about twice as many)
+  const requests = (await provider.control.stats()).requests - before
+  const one = sending / Number(WINDOW) + 1
+  console.log(`[events-scale-out] ${total} changes sent over ${sending} ms × ${INSTANCES} instances → ${requests} provider requests (one instance: ≈ ${Math.round(one)})`)
+  expect(requests).toBeLessThanOrEqual(Math.ceil(1.2 * one))
   // a message whose keys could not be stored is lost without an inbox: none may fail (the lines that did, as the message)
   const failures = apps.flatMap(app => app.output().split('\n')).filter(line => /ERROR occurred in asynchronous event processing|deadlock detected|event batch .* failed/.test(line))
   expect(failures).toEqual([])

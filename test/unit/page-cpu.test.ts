@@ -1,13 +1,13 @@
 /**
  * The per-page work of a full copy made cheaper (issue 24, "CPU per page"): each helper answers
  * what the slower way answered, and skips the work it exists to skip.
- * - date and timestamp checks by text (lib/engine/validate.ts): no Date.parse for plain values;
+ * - date and timestamp checks by text (lib/engine/records/index.ts): no Date.parse for plain values;
  * - SQLite rows in multi-row statements (lib/adapters/target/sqlite-writer.ts);
  * - a keyset page's keys checked for duplicates without a map (lib/adapters/target/base.ts);
  * - records mapped by name copied in one step (lib/adapters/mapping.ts);
  * - watermark values in plain UTC compared as text (lib/adapters/watermark.ts).
  */
-import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../../lib/engine/validate'
+import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../../lib/engine/records/index'
 import { SqliteWriter, chunkRows } from '../../lib/adapters/target/sqlite-writer'
 import { uniqueByKey } from '../../lib/adapters/target/base'
 import { applyMapping, hasExactly } from '../../lib/adapters/mapping'

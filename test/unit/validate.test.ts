@@ -1,8 +1,8 @@
 /**
  * onError settings and the check of mapped records against the target's CDS types
- * (lib/engine/validate.ts): what each type accepts and the message naming the element.
+ * (lib/engine/records/index.ts): what each type accepts and the message naming the element.
  */
-import { RecordValidator, decimalDigits, resolveOnError } from '../../lib/engine/validate'
+import { RecordValidator, decimalDigits, resolveOnError } from '../../lib/engine/records/index'
 import type { CsnEntity } from '../../lib/model/csn'
 
 describe('resolveOnError', () => {

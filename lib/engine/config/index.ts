@@ -14,7 +14,7 @@ import { DEFAULTS, ODATA_DELTA_SOURCE_KINDS, type ReplicationMode } from '../../
 import { invalidConfig } from '../../pipeline/errors.js'
 import { isPlainObject } from '../../pipeline/json.js'
 import type { PipelineConfig, ResolvedDeletes, ResolvedPipeline, SchemaDriftPolicy, SchemaDriftSetting, TargetConfig } from '../../pipeline/types.js'
-import { resolveOnError } from '../validate.js'
+import { resolveOnError } from '../records/index.js'
 import { validateRestConfig } from '../../adapters/source/rest-config.js'
 import { REMOTE_TARGET_KINDS } from '../../adapters/kinds.js'
 import { parseSchedule } from '../schedule/spec.js'

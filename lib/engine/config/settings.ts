@@ -110,7 +110,7 @@ export const SETTINGS: Record<string, SettingEntry> = {
   'retry.maxRetries': { type: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER, default: DEFAULTS.maxRetries, overridable: true, checkedBy: 'resolveRetry', description: 'Retries of a failed run before it stays failed.' },
   'retry.baseDelay': { ...retryDelay, default: DEFAULTS.retryBaseDelay, description: 'The first retry\'s delay; doubled per retry.' },
   'retry.maxDelay': { ...retryDelay, default: DEFAULTS.retryMaxDelay, description: 'The longest delay between retries.' },
-  onError: { type: 'json', parser: 'resolveOnError (lib/engine/validate.ts)', default: 'fail', overridable: true, checkedBy: 'resolvePipeline', description: "Poison records: 'fail' the run, or 'skip' them into PipelineRejects ({ mode, maxSkipped })." },
+  onError: { type: 'json', parser: 'resolveOnError (lib/engine/records/index.ts)', default: 'fail', overridable: true, checkedBy: 'resolvePipeline', description: "Poison records: 'fail' the run, or 'skip' them into PipelineRejects ({ mode, maxSkipped })." },
   schemaDrift: { type: 'json', parser: 'resolveSchemaDrift (lib/engine/config/index.ts)', default: 'warn', overridable: true, checkedBy: 'resolvePipeline', description: "Schema drift check at run start: 'warn', 'fail', 'ignore' or { policy, maxAge }." },
   deletes: { type: 'json', parser: 'resolveDeletes (lib/engine/config/index.ts)', overridable: true, checkedBy: 'resolveDeletes', description: 'Deletes by key reconciliation: { sweep, maxShare, force }.' },
   'deletes.sweep': { type: 'json', parser: 'resolveDeletes (lib/engine/config/index.ts)', overridable: true, checkedBy: 'resolveDeletes', description: "When keys are reconciled: 'always' or { every: <n runs | duration> }." },

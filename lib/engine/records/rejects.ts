@@ -6,7 +6,7 @@
  *
  * - MAP: the batch is mapped at once; when the MAP event throws, its halves are mapped again,
  *   down to single records (a MAP handler should therefore be record-wise).
- * - validate: every mapped record is checked against the target entity's elements (validate.ts).
+ * - validate: every mapped record is checked against the target entity's elements (records/index.ts).
  * - WRITE: the batch is written at once inside a savepoint of the batch's transaction (the
  *   target adapter's `isolate`); only when that write fails is it undone to the savepoint and
  *   the halves written again, so a clean batch costs one write and a batch with one bad record
@@ -23,7 +23,7 @@
 import cds from '@sap/cds'
 import { EVENTS, LOGGER, TRACKER_NAMESPACE } from '../../constants.js'
 import { PipelineError } from '../../pipeline/errors.js'
-import { validatorOf, type RecordValidator } from '../validate.js'
+import { validatorOf, type RecordValidator } from './index.js'
 import type { ResolvedOnError } from '../../pipeline/types.js'
 import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
 import { sourceNameOf, type FieldMapping } from '../../adapters/mapping.js'

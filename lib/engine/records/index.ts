@@ -1,4 +1,8 @@
 /**
+ * lib/engine/records — records that do not fit: this module checks mapped records against the
+ * target's CDS types (and event keys against the source's key types); rejects.ts sets failing
+ * records aside (`onError: 'skip'`); replay.ts writes them again as a run.
+ *
  * Poison records, part 1: the `onError` setting and the check of mapped records against the
  * target entity's CDS types before they are written (README "Rejected records").
  *
@@ -9,9 +13,9 @@
  * database, instead of failing (or silently passing) the write.
  */
 import cds from '@sap/cds'
-import { PipelineError, invalidConfig } from '../pipeline/errors.js'
-import { currentModel, keyNames, type CsnElement, type CsnEntity } from '../model/csn.js'
-import type { ResolvedOnError } from '../pipeline/types.js'
+import { PipelineError, invalidConfig } from '../../pipeline/errors.js'
+import { currentModel, keyNames, type CsnElement, type CsnEntity } from '../../model/csn.js'
+import type { ResolvedOnError } from '../../pipeline/types.js'
 
 const PERCENT = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/
 
@@ -320,6 +324,17 @@ export function validDate(value: unknown): boolean {
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * Why a value cannot be the key `element` of a row, or undefined: the type's checks with its sizes
+ * (an integer within the type's range, String(n) length, a valid Date, …) and a UUID in its form.
+ * Event replication refuses such a key when its message arrives (no source or target could hold it).
+ */
+export function keyProblem(element: CsnElement, value: unknown): string | undefined {
+  const facts = typeFacts(element)
+  if (facts.type === 'cds.UUID') return typeof value === 'string' && UUID_TEXT.test(value) ? undefined : `${describe(value)} is not a UUID`
+  return compile(facts)(value)
+}
 
 /**
  * Why a value cannot be compared with an element (the data inspector's filters), or undefined.
