@@ -1,5 +1,6 @@
 /**
- * lib/engine/run — where a run happens: this module is the run itself (PipelineRun); types.ts,
+ * lib/engine/run — where a run happens: this module is the run itself (PipelineRun), writes.ts its
+ * writes batch by batch; types.ts,
  * statistics.ts and position.ts are its outcome, counts and watermark position; read-ahead.ts starts
  * the first read before the guard; progress-meter.ts and guidance.ts are its progress and the
  * hints attached to its errors.
@@ -17,42 +18,27 @@ import { describeError, prefetch } from './support.js'
 import { checkSchemaDrift, driftAllowsReadAhead } from '../drift/index.js'
 import { rememberGuidance, warnMockedSource } from './guidance.js'
 import { Tracker, type PipelineRow, type ReadPosition } from '../tracker/index.js'
-import { addStatistics, liveProgress, liveStatistics, outcomeStatistics } from './statistics.js'
+import { liveProgress, liveStatistics, outcomeStatistics } from './statistics.js'
 import type { EventDispatcher, PreparedPipeline, RunOutcome, RunRequest } from './types.js'
 import { ProgressMeter } from './progress-meter.js'
 import { RunEventWriter, RunRecorder, runEventsSettings } from '../../runs/index.js'
 import { WatermarkTracker, type Watermark } from '../../adapters/watermark.js'
-import { startPosition, toIso, type Checkpoint } from './position.js'
+import { startPosition, toIso } from './position.js'
 import { serializable } from '../config/index.js'
 import type { DataRecord } from '../../pipeline/types.js'
-import { ORIGIN_COLUMN } from '../../adapters/target/db.js'
 import { SoftDeletes } from '../deletes/soft-delete.js'
-import { sweepIfDue } from '../deletes/index.js'
-import { connect, type QueryRunner } from '../../model/ql.js'
+import { connect } from '../../model/ql.js'
 import { RunRejects, openRejects } from '../records/rejects.js'
 import { validatorOf, type RecordValidator } from '../records/index.js'
-import { fieldPolicy, hiddenValuesOf, redactError } from '../../security/hidden.js'
 import { ReadAhead, readMayStartEarly } from './read-ahead.js'
 import { underway } from '../../adapters/source/on-the-wire.js'
 import { sequentialNote } from '../../adapters/source/base.js'
 import type { TrackerState, WriteStatistics } from '../../adapters/types.js'
-import { primaryDatabase } from '../../cap/index.js'
+import { RunWriter, stampOrigin, type Transfer } from './writes.js'
 
 const LOG = cds.log(LOGGER.engine)
 
 export { describeError, prefetch }
-
-/** What one run's transfer works with: its source batches, transaction scope, watermark and soft deletes. */
-interface Transfer {
-  row: PipelineRow
-  trackerState: TrackerState
-  records: AsyncIterable<DataRecord[]>
-  atomic: boolean
-  db: QueryRunner
-  context: { runId: string; mode: RunRequest['mode']; batchIndex: number; atomic: boolean }
-  watermark: WatermarkTracker
-  softDeletes: ReturnType<typeof SoftDeletes.of>
-}
 
 export class PipelineRun {
   readonly runId = randomUUID()
@@ -238,7 +224,7 @@ export class PipelineRun {
     await this.rejects?.start()
     if (atomic) {
       try {
-        await transfer.db.tx(() => this.writeAll(transfer))
+        await transfer.db.tx(() => this.writer(transfer).writeAll())
       } catch (error) {
         // the run's one transaction was rolled back: none of the writes it counted happened
         Object.assign(this.statistics, { created: 0, updated: 0, deleted: 0 })
@@ -246,7 +232,7 @@ export class PipelineRun {
         if (this.rejects) this.statistics.skipped = await this.rejects.afterRollback() // the first rejects are kept for examination
         throw error
       }
-    } else await this.writeAll(transfer)
+    } else await this.writer(transfer).writeAll()
     return this.watermarkToStore(transfer, readStart)
   }
 
@@ -269,88 +255,13 @@ export class PipelineRun {
     return request.replay ? stream : await this.recorder.during('source', () => checkSchemaDrift(this.prepared, runId, stream))
   }
 
-  /** The writes of the run: the refresh's clearing, every batch, then the sweep (delta) or the refresh's count by key (full). */
-  private async writeAll(transfer: Transfer): Promise<void> {
-    const { target } = this.prepared
-    const { request } = this
-    const { context, trackerState } = transfer
-    // the rows deleted up front are an event of their own (a refresh counted by key reports 0 here and its deletes at the end)
-    const clearStart = performance.now()
-    if (request.mode === 'full') {
-      const deleted = await this.recorder.during('target', () => target.truncate(context))
-      this.statistics.deleted += deleted
-      this.recorder.cleared('full refresh', deleted, clearStart)
-    }
-    if (request.mode === 'partial-refresh') {
-      const deleted = await this.recorder.during('target', () => target.deleteSlice(trackerState.slice!, context))
-      this.statistics.deleted += deleted
-      this.recorder.cleared('partial refresh', deleted, clearStart)
-    }
-    let batchIndex = 0
-    for await (const batch of prefetch(transfer.records)) await this.writeOneBatch(transfer, batch, batchIndex++)
-    if (request.mode === 'delta' && !request.replay) this.statistics.deleted += await sweepIfDue(this.prepared, { runId: this.runId, atomic: transfer.atomic, db: transfer.db, context, row: transfer.row })
-    // a full refresh counts by key against the rows before it, not its truncate and rewrite
-    if (request.mode === 'full' && transfer.atomic) {
-      const reconcileStart = performance.now()
-      const counts = await target.reconcileRefresh?.(context)
-      if (counts) {
-        // the batches counted by key as well: normally only the rows gone from the source remain to report
-        this.recorder.refreshReconciled(this.statistics, counts, reconcileStart)
-        Object.assign(this.statistics, counts)
-      }
-    }
-  }
-
-  /** One batch: written in the run's transaction (atomic) or a transaction of its own, then counted, events and limits checked. */
-  private async writeOneBatch(transfer: Transfer, batch: DataRecord[], index: number): Promise<void> {
-    const { runId, request } = this
-    if (this.leaseLost) throw new PipelineError('LEASE_EXPIRED', `Run ${runId} lost its lease (the tracker row was taken over); stopping`)
-    if (!request.replay) transfer.watermark.observe(batch)
-    const gone = transfer.softDeletes?.take(batch) ?? [] // soft-deleted rows: deleted below instead of written
-    const mapped: { records: DataRecord[] } = { records: [] }
-    const write = async (tx?: QueryRunner): Promise<WriteStatistics> => {
-      try {
-        return await this.writeBatch(transfer, batch, index, gone, mapped, tx)
-      } catch (error) {
-        // a run error never quotes a hidden field's value (PipelineRuns.error, lastError, DONE, logs)
-        throw redactError(error, hiddenValuesOf(fieldPolicy(this.prepared), batch, mapped.records))
-      }
-    }
-    this.recorder.enter('target') // from here on an error nothing claims is the target's (commits, bookkeeping)
-    const before = { ...this.statistics }
-    const writeStart = performance.now()
-    Object.assign(this.statistics, transfer.atomic ? await write() : await transfer.db.tx(tx => write(tx)))
-    this.recorder.batchWritten(index, batch.length, writeStart, before, this.statistics)
-    this.meter.processed += batch.length
-    if (transfer.atomic) await this.atomicProgress()
-    if (!transfer.atomic) this.rejects?.committed()
-    if (!transfer.atomic || !singleConnection()) await this.events.due() // SQLite: the run's one transaction holds the only connection
-    this.rejects?.checkLimit(this.statistics.skipped ?? 0)
-  }
-
-  /** MAP, validation and WRITE of a batch (or the rejects' own processing), soft deletes, progress and checkpoint; the run's totals including it. */
-  private async writeBatch(transfer: Transfer, batch: DataRecord[], index: number, gone: DataRecord[], mapped: { records: DataRecord[] }, tx?: QueryRunner): Promise<WriteStatistics> {
-    const { runId, request } = this
-    const totals = { ...this.statistics }
-    // onError 'skip': maps, validates and writes the batch itself, setting failing records aside
-    if (this.rejects) addStatistics(totals, await this.recorder.during('target', () => this.rejects!.processBatch(batch, index, request.mode, tx)))
-    const mapResult = this.rejects ? {} : await this.recorder.during('mapping', () => this.dispatch(EVENTS.MAP, this.name, { runId, batchIndex: index, sourceRecords: batch, targetRecords: [] }))
-    const records = stampOrigin(mapResult.targetRecords as DataRecord[] | undefined, this.prepared.pipeline.config.source.origin)
-    mapped.records = records
-    if (records.length) {
-      await this.recorder.during('mapping', async () => this.validator?.assertValid(records, this.name))
-      const written = await this.recorder.during('target', () => this.dispatch(EVENTS.WRITE, this.name, { runId, batchIndex: index, mode: request.mode, targetRecords: records, statistics: undefined }))
-      addStatistics(totals, written.statistics as Partial<WriteStatistics> | undefined)
-    }
-    if (gone.length) totals.deleted += await this.recorder.during('target', () => transfer.softDeletes!.apply(gone, { ...transfer.context, batchIndex: index }))
-    // a batch that changed nothing needs no bookkeeping (a crash would only re-read unchanged rows)
-    const changed = totals.created !== this.statistics.created || totals.updated !== this.statistics.updated || totals.deleted !== this.statistics.deleted || totals.skipped !== this.statistics.skipped
-    if (tx) await this.tracker.progress(runId, totals, tx, this.meter.snapshot(batch.length))
-    if (tx && changed) {
-      const checkpoint: Checkpoint = { runId, ...transfer.watermark.checkpoint() }
-      await this.tracker.checkpoint(this.name, runId, JSON.stringify(checkpoint), tx)
-    }
-    return totals
+  /** The writes of this run with these source batches (writes.ts). */
+  private writer(transfer: Transfer): RunWriter {
+    return new RunWriter({
+      prepared: this.prepared, request: this.request, runId: this.runId, name: this.name, statistics: this.statistics,
+      recorder: this.recorder, events: this.events, dispatch: this.dispatch, tracker: this.tracker, meter: this.meter,
+      rejects: this.rejects, validator: this.validator, leaseLost: () => this.leaseLost,
+    }, transfer)
   }
 
   /** The watermark the tracker stores after the run (a replay leaves it where it was). */
@@ -369,34 +280,8 @@ export class PipelineRun {
     return result
   }
 
-  /**
-   * Progress of a run in one transaction: written beside it in the tracker's own transaction
-   * where the database has more than one connection (PostgreSQL, HANA); on SQLite the run holds
-   * the only connection, so its row shows the progress at the end (and this process's reads
-   * show `liveProgress`).
-   */
-  private async atomicProgress(): Promise<void> {
-    const progress = this.meter.snapshot()
-    liveProgress.set(this.runId, progress)
-    if (singleConnection()) return
-    await this.tracker.progress(this.runId, undefined, undefined, progress)
-      .catch(e => LOG.debug(`pipeline '${this.name}': progress not written: ${(e as Error).message}`))
-  }
-
   /** The tracker state handed to the source (run-position.ts). */
   private trackerState(row: ReadPosition): TrackerState {
     return startPosition(this.prepared, this.request.mode, row)
   }
-}
-
-/** SQLite: CAP's pool of one connection. */
-function singleConnection(): boolean {
-  return primaryDatabase()?.options?.pool?.max === 1
-}
-
-function stampOrigin(records: DataRecord[] | undefined, origin: string | undefined): DataRecord[] {
-  const list = Array.isArray(records) ? records : []
-  if (origin === undefined) return list
-  for (const record of list) record[ORIGIN_COLUMN] = origin
-  return list
 }
