@@ -11,7 +11,8 @@ import { RecordValidator, decimalDigits, validDate, validTimestamp } from '../..
 import { SqliteWriter, chunkRows } from '../../lib/adapters/target/sqlite-writer'
 import { uniqueByKey } from '../../lib/adapters/target/base'
 import { applyMapping, hasExactly } from '../../lib/adapters/mapping'
-import { WatermarkTracker, type DeltaPlan } from '../../lib/adapters/watermark'
+import type { DeltaPlan } from '../../lib/adapters/watermark'
+import { WatermarkTracker } from '../../lib/adapters/watermark-tracker'
 import type { SqlService } from '../../lib/adapters/target/prepared-writer'
 import type { CsnEntity } from '../../lib/model/csn'
 

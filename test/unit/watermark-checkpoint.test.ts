@@ -2,7 +2,7 @@
  * The checkpoint of an unfinished delta run: only watermark values actually read, never the
  * run's clock (a run killed among the rows without a watermark value must not skip the rest).
  */
-import { WatermarkTracker } from '../../lib/adapters/watermark'
+import { WatermarkTracker } from '../../lib/adapters/watermark-tracker'
 import { RangeLedger, tagBatch } from '../../lib/adapters/ranges'
 
 const START = new Date('2026-06-01T12:00:00.000Z')

@@ -3,7 +3,8 @@
  * delta run may start after it (settle window), and what it reads then — in memory and as the
  * `$filter` / CQN the sources send, for integer, String, UUID and composite keys.
  */
-import { deltaPlan, parseTieCursor, readSegments, WatermarkTracker, type DeltaPlan } from '../../lib/adapters/watermark'
+import { deltaPlan, parseTieCursor, readSegments, type DeltaPlan } from '../../lib/adapters/watermark'
+import { WatermarkTracker } from '../../lib/adapters/watermark-tracker'
 import { matches, toCqn, toODataFilter, type Predicate } from '../../lib/adapters/predicate'
 import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'

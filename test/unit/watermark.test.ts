@@ -2,7 +2,8 @@
  * Watermarks: which rows a delta run reads (inclusive next segment, stable order, first-run
  * segments) and what is stored afterwards (the highest value read, never backwards).
  */
-import { deltaPlan, readSegments, splitUtc, watermarkFields, WatermarkTracker, type DeltaPlan } from '../../lib/adapters/watermark'
+import { deltaPlan, readSegments, splitUtc, watermarkFields, type DeltaPlan } from '../../lib/adapters/watermark'
+import { WatermarkTracker } from '../../lib/adapters/watermark-tracker'
 import { resolvePipeline } from '../../lib/engine/config/index'
 import type { PipelineConfig } from '../../lib/pipeline/types'
 import type { TrackerState } from '../../lib/adapters/types'
