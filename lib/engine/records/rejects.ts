@@ -33,13 +33,12 @@ import type { DataRecord, ResolvedPipeline } from '../../pipeline/types.js'
 import type { BaseTargetAdapter } from '../../adapters/target/base.js'
 import type { WriteStatistics } from '../../adapters/types.js'
 import { fieldPolicy, hiddenValuesOf, redactValues, withoutFields, type FieldPolicy, type PipelineFields } from '../../security/hidden.js'
+import { capped, message, plain, sameFailure } from './reject-text.js'
 
 const LOG = cds.log(LOGGER.engine)
 
 export const REJECTS_ENTITY = `${TRACKER_NAMESPACE}.PipelineRejects` as const
 
-/** Stored size of a record (JSON characters); larger records keep a prefix and cannot be replayed. */
-export const MAX_RECORD_CHARS = 16_000
 /** Rejects of a rolled-back run-scoped transaction written again afterwards. */
 const KEPT_AFTER_ROLLBACK = 100
 const ERROR_CHARS = 1000
@@ -300,42 +299,4 @@ export class RunRejects {
     const origin = this.options.pipeline.config.source.origin
     return JSON.stringify(Object.fromEntries(this.keys.map(k => [k, k === ORIGIN_COLUMN && origin !== undefined ? origin : plain(source[sourceNameOf(this.options.mapping, k)])])))
   }
-}
-
-/** Open, replayable rejects of a pipeline in batches (keyset by ID); rejects added by the replay run itself are not read. */
-export async function* openRejects(name: string, replayRunId: string, size: number): AsyncGenerator<RejectRow[]> {
-  const db = await connect('db')
-  let last: string | undefined
-  for (;;) {
-    const where: Record<string, unknown> = { pipeline_name: name, status: 'open', truncated: false, run_ID: { '!=': replayRunId } }
-    if (last) where.ID = { '>': last }
-    const rows = (await db.run(ql.SELECT.from(REJECTS_ENTITY).columns('ID', 'recordKey', 'record', 'mapped').where(where).orderBy('ID').limit(size))) as RejectRow[]
-    if (rows.length) yield rows
-    if (rows.length < size) return
-    last = rows[rows.length - 1].ID
-  }
-}
-
-/**
- * Every record of a batch failed, all with one and the same error: a fault of the handler or the
- * target (a missing table, a lost connection, a handler that always throws), not of the records.
- */
-function sameFailure(failures: Reject[], records: number): boolean {
-  return failures.length === records && failures.every(failure => failure.error === failures[0].error)
-}
-
-function message(error: unknown): string {
-  const text = (error as { message?: unknown })?.message
-  return typeof text === 'string' && text ? text : String(error)
-}
-
-function plain(value: unknown): unknown {
-  return typeof value === 'bigint' ? String(value) : value ?? null
-}
-
-/** JSON of a record, cut at MAX_RECORD_CHARS. */
-function capped(record: DataRecord): { text: string; truncated: boolean } {
-  const text = JSON.stringify(record, (_key, value: unknown) =>
-    typeof value === 'bigint' ? String(value) : value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value)
-  return text.length <= MAX_RECORD_CHARS ? { text, truncated: false } : { text: text.slice(0, MAX_RECORD_CHARS), truncated: true }
 }
