@@ -4,7 +4,7 @@
  * package elsewhere (EBADPLATFORM). Each of them must be optional (npm then skips what does not fit),
  * and the Node 22 that runs the scripts comes for every platform that has a build of it.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 
 const ROOT = path.resolve(__dirname, '../..')
@@ -25,4 +25,14 @@ test('the Node 22 of the scripts: one optional package per platform with a build
     expect(Object.keys(entry.bin ?? {}), name).toEqual(['node'])
     expect((lock.packages[name] as { version?: string }).version, name).toMatch(/^22\./)
   }
+})
+
+test('every workspace (a fixture app, a demo app, a tool) is in the lockfile: npm ci refuses a lockfile out of sync', () => {
+  const workspaces = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces
+  const folders = workspaces.flatMap(pattern => {
+    const base = pattern.replace(/\/\*$/, '')
+    return readdirSync(path.join(ROOT, base)).map(name => `${base}/${name}`).filter(folder => existsSync(path.join(ROOT, folder, 'package.json')))
+  })
+  expect(folders.length).toBeGreaterThan(10)
+  expect(folders.filter(folder => !lock.packages[folder])).toEqual([])
 })
