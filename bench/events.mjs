@@ -21,7 +21,9 @@
  *   drop       as `rate`, at BENCH_EVENTS_DROP_RATE, the provider dropping every 20th message (5%):
  *              changes missing once the events settled, then after one safety-net delta run.
  *   pg 1 / 3   one and three consumer instances on one PostgreSQL database at BENCH_EVENTS_PG_RATE:
- *              provider requests per change (three instances each receive every message).
+ *              provider requests per change (three instances each receive every message), and their
+ *              ratio (three over one; with BENCH_EVENTS_REPEAT the median requests per change of the runs,
+ *              each run with fresh processes and a fresh database).
  *
  * Environment: BENCH_EVENTS_SECONDS=60, BENCH_EVENTS_RATES=10,100,1000, BENCH_EVENTS_ROWS=20000,
  * BENCH_EVENTS_DROP_RATE=100 (0: skip the drop phase), BENCH_EVENTS_PG_RATE=100, BENCH_EVENTS_PG=0 (skip PostgreSQL), BENCH_EVENTS_PG_ONE=0 (skip its one-instance phase),
@@ -38,12 +40,15 @@
  * BENCH_EVENTS_FLOOR_SECONDS=5 (with BENCH_EVENTS_WRITE=each: first the provider's own rate of single UPDATEs through its
  * service without @federation.emit and without consumers, the floor of the "one UPDATE per change" phases; 0: skip),
  * BENCH_EVENTS_WRITE=each|bulk (see `rate`), BENCH_EVENTS_KEYS_PER_MESSAGE (the provider's `emit.keysPerMessage`;
- * 1: a message per changed row).
+ * 1: a message per changed row), BENCH_EVENTS_BUSY=n (n CPU-bound processes, `node -e 'for(;;);'`, beside every
+ * phase: the figures of a loaded machine).
+ * Provider requests, one vs three instances (issue 37): BENCH_EVENTS_RATES= BENCH_EVENTS_DROP_RATE=0
+ * BENCH_EVENTS_PG_RATE=300 BENCH_EVENTS_SECONDS=30 BENCH_EVENTS_REPEAT=3 [BENCH_EVENTS_BUSY=2] node bench/events.mjs
  * Output: a table, and bench/results/latest.json (key `events`): per phase also the CPU per change of the
  * provider, the consumers, the driver and the replica poller, and where the first consumer's lag builds up
  * (`consumer`: store, wait, fetch, apply — see instrument()).
  */
-import { fork } from 'node:child_process'
+import { fork, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
@@ -88,6 +93,8 @@ const WRITE = env('BENCH_EVENTS_WRITE', 'each')
 const KEYS_PER_MESSAGE = process.env.BENCH_EVENTS_KEYS_PER_MESSAGE ? Number(process.env.BENCH_EVENTS_KEYS_PER_MESSAGE) : undefined
 /** Seconds of the provider-floor measurement (0: skip it; it runs only with BENCH_EVENTS_WRITE=each). */
 const FLOOR_SECONDS = Number(env('BENCH_EVENTS_FLOOR_SECONDS', 5))
+/** CPU-bound processes beside every phase (a loaded machine). */
+const BUSY = Number(env('BENCH_EVENTS_BUSY', 0))
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 const quantile = (list, q) => { if (!list.length) return NaN; const s = [...list].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))] }
 const round = (x, d = 0) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null)
@@ -100,9 +107,9 @@ else await main()
 // orchestrator
 
 async function main() {
-  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}, written ${WRITE === 'bulk' ? 'as one UPSERT per tick' : 'one UPDATE per change'}`)
+  console.log(`cap-data-pipeline events bench — node ${process.version}, ${os.cpus().length} CPUs, ${ROWS} orders, ${SECONDS} s per phase, Redis messaging, changes published by ${SOURCE === "direct" ? "the provider after its commit (no outbox)" : "@federation.emit (CAP outbox)"}, written ${WRITE === 'bulk' ? 'as one UPSERT per tick' : 'one UPDATE per change'}${BUSY ? `, ${BUSY} CPU-bound processes beside it` : ''}`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-events-'))
-  const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, rates: [] }
+  const result = { seconds: SECONDS, rows: ROWS, cores: os.cpus().length, queueChunkSize: QUEUE_CHUNK, busy: BUSY, rates: [] }
   try {
     if (WRITE === 'each' && FLOOR_SECONDS > 0 && RATES.length) result.providerFloor = await providerFloor(tmp)
     for (const rate of RATES) {
@@ -111,10 +118,16 @@ async function main() {
     }
     if (DROP_RATE) result.drop = await repeated({ tmp, label: `5% dropped at ${DROP_RATE}/s`, rate: DROP_RATE, db: 'sqlite', dropEvery: DROP_EVERY })
     if (env('BENCH_EVENTS_PG', '1') !== '0') {
-      result.postgres = {
-        one: env('BENCH_EVENTS_PG_ONE', '1') === '0' ? undefined : await repeated({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }),
-        three: await repeated({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }),
+      // one and three instances in turns, so that a machine whose load drifts weighs on both alike
+      const withOne = env('BENCH_EVENTS_PG_ONE', '1') !== '0'
+      const runs = { one: [], three: [] }
+      for (let i = 0; i < REPEAT; i++) {
+        if (withOne) runs.one.push(await measure({ tmp, label: `PostgreSQL, 1 instance, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 1 }))
+        runs.three.push(await measure({ tmp, label: `PostgreSQL, 3 instances, ${PG_RATE}/s`, rate: PG_RATE, db: 'postgres', instances: 3 }))
       }
+      result.postgres = { one: withOne ? summarize(runs.one) : undefined, three: summarize(runs.three) }
+      const { one, three } = result.postgres
+      if (one) result.postgres.ratio = round(three.requestsPerChange / one.requestsPerChange, 2)
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true })
@@ -141,23 +154,52 @@ function report(result) {
     console.log(`  5% dropped (${d.dropped} of ${d.emitted} messages): ${d.missingBeforeDelta} changes missing after the events, ${d.missingAfterDelta} after one delta run ${check(d.missingAfterDelta === 0)}`)
   }
   if (result.postgres) {
-    const { one = {}, three } = result.postgres
+    const { one = {}, three, ratio } = result.postgres
     console.log(`  PostgreSQL ${PG_RATE}/s: provider requests per change 1 instance ${one.requestsPerChange}, 3 instances ${three.requestsPerChange} ${check(three.requestsPerChange <= one.requestsPerChange)}; keys applied per change ${one.keysAppliedPerChange} / ${three.keysAppliedPerChange}; p95 ${one.p95} / ${three.p95} ms; ${one.lost} / ${three.lost} lost`)
+    if (ratio !== undefined) {
+      const runs = phase => (phase.runs ?? [phase]).map(r => `${r.providerRequests} for ${r.changes}`).join(', ')
+      console.log(`  provider requests: 1 instance ${runs(one)}; 3 instances ${runs(three)} → 3 over 1 (median requests per change) ${ratio} ${check(ratio <= 1.2)} (≤ 1.2)`)
+    }
   }
 }
 
-/** A phase REPEAT times: the run with the median p95, its p50/p95 replaced by the medians over the runs (each run's under `runs`). */
+/** A phase REPEAT times (see summarize). */
 async function repeated(options) {
-  if (REPEAT === 1) return measure(options)
   const runs = []
   for (let i = 0; i < REPEAT; i++) runs.push(await measure(options))
+  return summarize(runs)
+}
+
+/** The runs of a phase: the run with the median p95, with the medians over the runs (each run's under `runs`). */
+function summarize(runs) {
+  if (runs.length === 1) return runs[0]
+  // the median of an odd number of runs (the upper one of an even number)
   const median = key => quantile(runs.map(r => r[key]).filter(Number.isFinite), 0.5)
   const byP95 = [...runs].sort((a, b) => a.p95 - b.p95)
-  return { ...byP95[Math.floor((runs.length - 1) / 2)], p50: median('p50'), p95: median('p95'), lost: Math.max(...runs.map(r => r.lost)), runs: runs.map(({ p50, p95, lost, achievedRate }) => ({ p50, p95, lost, achievedRate })) }
+  return {
+    ...byP95[Math.floor((runs.length - 1) / 2)], p50: median('p50'), p95: median('p95'), lost: Math.max(...runs.map(r => r.lost)),
+    requestsPerChange: median('requestsPerChange'), providerRequests: median('providerRequests'),
+    runs: runs.map(({ p50, p95, lost, achievedRate, changes, providerRequests, requestsPerChange }) => ({ p50, p95, lost, achievedRate, changes, providerRequests, requestsPerChange })),
+  }
+}
+
+/** n CPU-bound processes (ended by the returned function). */
+function cpuHogs(n) {
+  const hogs = Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'for(;;);'], { stdio: 'ignore' }))
+  return () => { for (const hog of hogs) hog.kill('SIGKILL') }
 }
 
 /** One phase: fresh provider and consumers, the full copy, then `rate` changes per second for SECONDS. */
-async function measure({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
+async function measure(options) {
+  const stopHogs = cpuHogs(BUSY)
+  try {
+    return await measureOnce(options)
+  } finally {
+    stopHogs()
+  }
+}
+
+async function measureOnce({ tmp, label, rate, db, instances = 1, dropEvery = 0 }) {
   console.log(`${label} …`)
   const prefix = `bench-events-${process.pid}-${Math.random().toString(36).slice(2, 8)}/`
   const messaging = { kind: 'redis-messaging', publishPrefix: prefix, subscribePrefix: prefix }
