@@ -39,12 +39,13 @@ afterEach(async () => {
   await ctx.provider.control.faults({})
 })
 
+/** A pipeline of the provider's Books into `entity`, following `topic` on the test's messaging service (window 200 ms). */
+const follow = (name: string, entity: string, topic: string | { topic: string; key: string }) =>
+  ctx.engine.addPipeline({ name, source: { service: 'Provider', entity: 'Books' }, target: { entity }, events: { service: SERVICE, topics: [topic], window: '200ms' } } as never)
+
 test("a key of the wrong type ('not-a-number' for an Integer key) is refused at receipt, logged with its message id and field; the valid keys sent with it apply at once", async () => {
   await ctx.provider.control.seed({ from: 1, count: 6 })
-  await ctx.engine.addPipeline({
-    name: 'ev-poison', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooks' },
-    events: { service: SERVICE, topics: [{ topic: 'Poison.Changed', key: 'BookID' }], window: '200ms' },
-  } as never)
+  await follow('ev-poison', 'consumer.EvBooks', { topic: 'Poison.Changed', key: 'BookID' })
   const warn = vi.spyOn(LOG, 'warn')
   const requests = await ctx.requestCount()
   const sent = Date.now()
@@ -74,10 +75,7 @@ test("a key of the wrong type ('not-a-number' for an Integer key) is refused at 
 
 test('a key the provider fails for is isolated: the other keys of its micro-batch apply at once, it alone is retried and applies once the provider answers', async () => {
   await ctx.provider.control.seed({ from: 101, count: 10 })
-  await ctx.engine.addPipeline({
-    name: 'ev-isolate', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBurst' },
-    events: { service: SERVICE, topics: ['Isolate.Changed'], window: '200ms' },
-  } as never)
+  await follow('ev-isolate', 'consumer.EvBurst', 'Isolate.Changed')
   // the provider answers an error to every request that names book 107
   await ctx.provider.control.faults({ status: 422, match: '\\b107\\b' })
   const error = vi.spyOn(LOG, 'error')
@@ -109,10 +107,7 @@ test('a key the provider fails for is isolated: the other keys of its micro-batc
 
 test('a micro-batch failing whole (the provider fails every request) is not taken apart key by key: it waits and is retried as before', async () => {
   await ctx.provider.control.seed({ from: 201, count: 8 })
-  await ctx.engine.addPipeline({
-    name: 'ev-down', source: { service: 'Provider', entity: 'Books' }, target: { entity: 'consumer.EvBooksLast' },
-    events: { service: SERVICE, topics: ['Down.Changed'], window: '200ms' },
-  } as never)
+  await follow('ev-down', 'consumer.EvBooksLast', 'Down.Changed')
   // the next three requests fail: the batch, then one key alone and another — the provider, not a key
   await ctx.provider.control.faults({ status: 422, count: 3 })
   const requests = await ctx.requestCount()
