@@ -202,7 +202,11 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
       const [first] = await api.tasks('q-off')
       const next = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== first.timestamp && row }, 'the next tick of q-off', 60_000)
       expect(Date.parse(next.timestamp)).toBeGreaterThan(Date.parse(first.timestamp))
-      await sleep(1200)
+      // two more ticks processed (not a fixed wait): a tick that ran would have left a run row by then
+      let last = next.timestamp
+      for (const which of ['second', 'third']) {
+        last = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== last && row.timestamp }, `the ${which} tick of q-off`, 60_000)
+      }
       expect(await api.runs('q-off')).toEqual([])
     })
 
