@@ -6,15 +6,14 @@ import { currentContext, inContext } from '../../cap/index.js'
 
 /** Runs `fn` in a fresh context without a transaction, keeping the caller's user and tenant (or the given one). */
 export function detached<T>(fn: () => Promise<T>, tenant?: string): Promise<T> {
-  const caller = currentContext()
-  const effectiveTenant = tenant ?? caller?.tenant
-  return inContext({ ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) }, fn)
+  return detachedFromCaller(fn, tenant)()
 }
 
-/** `detached` for later: the caller's user and tenant are taken now, the work starts when the returned function is called. */
-export function detachedFromCaller<T>(fn: () => Promise<T>): () => Promise<T> {
+/** `detached` for later: the caller's user and tenant (or the given one) are taken now, the work starts when the returned function is called. */
+export function detachedFromCaller<T>(fn: () => Promise<T>, tenant?: string): () => Promise<T> {
   const caller = currentContext()
-  const properties = { ...(caller?.user ? { user: caller.user } : {}), ...(caller?.tenant ? { tenant: caller.tenant } : {}) }
+  const effectiveTenant = tenant ?? caller?.tenant
+  const properties = { ...(caller?.user ? { user: caller.user } : {}), ...(effectiveTenant ? { tenant: effectiveTenant } : {}) }
   return () => inContext(properties, fn)
 }
 
