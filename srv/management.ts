@@ -117,8 +117,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
   /** Reads: permissions, value helps, live counts and freshness. */
   private registerReads(srv: HandlerRegistry): void {
     srv.on('permissions', (req: OperationRequest & AccessRequest) => permissionsOf(req.user, contextTenant()))
-    srv.on('READ', 'PipelineRunModes', () => runModes())
-    srv.on('READ', 'PipelineRunTriggers', () => runTriggers())
+    srv.on('READ', 'PipelineRunModes', (req: { query?: Parameters<typeof runModes>[0] }) => runModes(req.query))
+    srv.on('READ', 'PipelineRunTriggers', (req: { query?: Parameters<typeof runTriggers>[0] }) => runTriggers(req.query))
     // runs with one transaction show their progress from this process's live counters
     srv.after('READ', 'PipelineRuns', (rows: unknown) => withLiveCounts(rows))
     // freshness (README "Progress and freshness"): computed from lastSuccess and the effective maxStaleness

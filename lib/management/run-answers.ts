@@ -15,14 +15,31 @@ const TRIGGER_NAMES: Record<string, string> = { manual: 'Manual', scheduled: 'Sc
 /** Columns of the tracker row that never leave the service. */
 const INTERNAL_COLUMNS = ['leaseOwner', 'checkpoint'] as const
 
+interface CodeRow { code: string; name: string | undefined }
+type CodeList = CodeRow[] & { $count?: number }
+/** The part of a READ's query a code list answers: `/$count` and `$count=true`. */
+interface ListQuery { SELECT?: { count?: boolean; columns?: Array<{ func?: string; as?: string } | string> } }
+
 /** PipelineRunModes: the modes a run may be started in, with their names. */
-export function runModes(): Array<{ code: string; name: string | undefined }> {
-  return REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] }))
+export function runModes(query?: ListQuery): CodeList | [{ $count: number }] {
+  return codeList(REPLICATION_MODES.map(code => ({ code, name: MODE_NAMES[code] })), query)
 }
 
 /** PipelineRunTriggers: what may start a run, with their names. */
-export function runTriggers(): Array<{ code: string; name: string | undefined }> {
-  return RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] }))
+export function runTriggers(query?: ListQuery): CodeList | [{ $count: number }] {
+  return codeList(RUN_TRIGGERS.map(code => ({ code, name: TRIGGER_NAMES[code] })), query)
+}
+
+/**
+ * A code list as CAP's OData adapter expects it from an `on('READ')` handler: `/$count` reads the
+ * count from the first row's `$count`, `$count=true` from the array's (else both answer 0).
+ */
+function codeList(rows: CodeRow[], query: ListQuery | undefined): CodeList | [{ $count: number }] {
+  const select = query?.SELECT
+  if (select?.columns?.some(column => typeof column === 'object' && column.as === '$count')) return [{ $count: rows.length }]
+  const list: CodeList = rows
+  if (select?.count) list.$count = rows.length
+  return list
 }
 
 /** A tracker row as answered: without the columns only the engine reads. */

@@ -69,6 +69,9 @@ describe('read-only projections and value helps', () => {
     expect(triggers.status).toBe(200)
     expect(triggers.data.value.map((t: any) => t.code).sort()).toEqual(['event', 'external', 'manual', 'scheduled'])
     for (const t of triggers.data.value) expect(t.name).toEqual(expect.any(String))
+    // counted as the lists are long (both answered 0 before)
+    expect((await GET('/pipeline/PipelineRunModes/$count')).data).toBe(2)
+    expect((await GET('/pipeline/PipelineRunTriggers?$count=true')).data['@odata.count']).toBe(4)
   })
 
   test('Pipelines: $count, effective fields, no internal lease/checkpoint columns; the projections are read-only', async () => {
