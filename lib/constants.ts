@@ -40,8 +40,21 @@ export type RunStatus = (typeof RUN_STATUSES)[number]
 export const RUN_TRIGGERS = ['manual', 'scheduled', 'external', 'event'] as const
 export type RunTrigger = (typeof RUN_TRIGGERS)[number]
 export const DELTA_MODES = ['timestamp', 'key', 'datetime-fields', 'odata-delta'] as const
-/** OData V4 source kinds that serve standard delta links (`delta.mode: 'odata-delta'`). */
-export const ODATA_DELTA_SOURCE_KINDS = ['odata', 'odata-v4'] as const
+/** OData source kinds read by delta links (`delta.mode: 'odata-delta'`): V4 delta links, V2 delta tokens (SAP Gateway, ODP). */
+export const ODATA_DELTA_SOURCE_KINDS = ['odata', 'odata-v4', 'odata-v2'] as const
+/**
+ * SAP ODP over OData V2 (SEGW "Redefine ODP"): the delta queue's fields on every row of a
+ * `FactsOf…`/`AttrOf…` entity set, and the function import that ends a subscriber's deltas.
+ */
+export const ODP = {
+  /** `C` created, `U` updated, `D` deleted, blank in the initial load. */
+  changeMode: 'ODQ_CHANGEMODE',
+  entityCounter: 'ODQ_ENTITYCNTR',
+  /** Fields of the delta queue, not of the entity: left out of replicas unless mapped. */
+  fieldPrefix: 'ODQ_',
+  /** `TerminateDeltasFor<EntitySet>` */
+  terminatePrefix: 'TerminateDeltasFor',
+} as const
 export type DeltaMode = (typeof DELTA_MODES)[number]
 export const SCHEDULE_ENGINES = ['spawn', 'queued'] as const
 export type ScheduleEngine = (typeof SCHEDULE_ENGINES)[number]

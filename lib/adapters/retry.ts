@@ -43,17 +43,24 @@ export function isRetryable(error: unknown): boolean {
   return status >= 500
 }
 
+/** Failures where the provider surely did not serve the request: it was refused as too many (429) or while unavailable (503). */
+export function notServed(error: unknown): boolean {
+  const status = statusOf(error)
+  return status === 429 || status === 503
+}
+
 export async function withRetry<T>(
   operation: (attempt: number) => Promise<T>,
   retry: Required<RetryConfig>,
   onRetry?: (error: unknown, attempt: number, delay: number) => void,
   phase: RunPhase = 'source',
+  retryable: (error: unknown) => boolean = isRetryable,
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await operation(attempt)
     } catch (error) {
-      if (attempt >= retry.maxRetries || !isRetryable(error)) throw error
+      if (attempt >= retry.maxRetries || !retryable(error)) throw error
       const backoff = Math.min(retry.maxDelay, retry.baseDelay * 2 ** attempt)
       const delay = retryAfterOf(error) ?? Math.round(backoff / 2 + Math.random() * (backoff / 2))
       onRetry?.(error, attempt + 1, delay)

@@ -16,6 +16,7 @@
 import cds from '@sap/cds'
 import { ANNOTATIONS, LOGGER, REMOTE_KINDS } from '../constants.js'
 import { projectionSource } from '../model/csn.js'
+import { excludeDeltaQueueFields } from './delta-queue.js'
 
 const LOG = cds.log(LOGGER.federation)
 
@@ -260,6 +261,7 @@ export function enhanceModel(csn: FederationCsn | undefined): boolean {
   for (const [name, role] of roles) {
     if (role.kind === 'replicate') set(name, ANNOTATIONS.persistenceTable, ANNOTATIONS.persistenceSkip, role.own, role.own)
     else set(name, ANNOTATIONS.persistenceSkip, ANNOTATIONS.persistenceTable, role.own, true)
+    if (role.kind === 'replicate' && role.own && excludeDeltaQueueFields(csn, name)) changed = true
   }
   ;(csn.meta ??= {})[ANNOTATIONS.enhanced] = true
   if (changed && LOG._debug) LOG.debug('federation annotations applied to the model')

@@ -44,12 +44,11 @@ describe('delta links', () => {
 
 describe("delta.mode 'odata-delta' at registration", () => {
   const config = (extra: object = {}): PipelineConfig => ({ name: 'p', source: { service: 'S', entity: 'Products' }, target: { entity: 'my.Products' }, delta: { mode: 'odata-delta' }, ...extra } as PipelineConfig)
-  test.each(['odata', 'odata-v4'])('accepted for a source of kind %s', kind => {
+  test.each(['odata', 'odata-v4', 'odata-v2'])('accepted for a source of kind %s', kind => {
     expect(resolvePipeline(config(), { serviceKind: () => kind }).delta).toMatchObject({ mode: 'odata-delta' })
     expect(resolvePipeline(config({ source: { service: 'S', entity: 'Products', kind } }), {}).delta).toMatchObject({ mode: 'odata-delta' })
   })
   test.each([
-    ['an OData V2 source', config(), 'odata-v2'],
     ['an HCQL source', config(), 'hcql'],
     ['a CQN source', config(), 'cqn'],
     ['a source of unknown kind', config(), undefined],

@@ -95,7 +95,10 @@ describe('docs samples', () => {
       Notes: ['test/fixtures/private-consumer/srv/external/Notes.cds', 'Notes'],
       ProviderService: ['test/fixtures/emit-consumer/srv/external/ProviderService.cds', 'ProviderService'],
       API_BUSINESS_PARTNER: ['test/fixtures/s4-business-partner/srv/external/API_BUSINESS_PARTNER.cds', 'API_BUSINESS_PARTNER'],
+      Z_ODP_SALES_SRV: ['test/fixtures/odp-consumer/srv/external/Z_ODP_SALES_SRV.cds', 'Z_ODP_SALES_SRV'],
     }
+    /** The OData V2 ones (SAP's). */
+    const V2_APIS = new Set(['API_BUSINESS_PARTNER', 'Z_ODP_SALES_SRV'])
     /** What samples that annotate an entity of "your app" refer to. */
     const CONTEXT = [
       "using { API_BUSINESS_PARTNER as S4 } from '../srv/external/API_BUSINESS_PARTNER';",
@@ -117,7 +120,7 @@ describe('docs samples', () => {
         writeFileSync(path.join(work, 'srv/external', `${name}.cds`), text)
         // bound as the samples' apps bind them: replicasOf asks for the binding
         saved.set(name, requires[name])
-        requires[name] = { kind: name === 'API_BUSINESS_PARTNER' ? 'odata-v2' : 'odata', model: `srv/external/${name}` }
+        requires[name] = { kind: V2_APIS.has(name) ? 'odata-v2' : 'odata', model: `srv/external/${name}` }
       }
       writeFileSync(path.join(work, 'db/context.cds'), CONTEXT)
     })

@@ -57,6 +57,20 @@ export abstract class BaseSourceAdapter {
   }
 
   /**
+   * Whether a delta run may start this read early (see `readsAhead`), given where it would read
+   * from: a read that initialises something at the provider (an OData delta subscription) may not.
+   */
+  readsAheadFrom(_state: TrackerState): boolean {
+    return this.readsAhead
+  }
+
+  /**
+   * Called when the tracker's position (`lastKey`) is dropped (a flush): a source holding something
+   * for it at the provider (an ODP delta subscription) releases it. Default: nothing.
+   */
+  async releasePosition(_lastKey: string | null): Promise<void> {}
+
+  /**
    * Whether full and delta reads may be split into `parallel` key ranges read at once (README
    * "Performance"): the built-in OData, HCQL and CQN entity sources. Others (REST, custom
    * adapters) read page after page, and a run with `parallel` > 1 says so in the log.

@@ -9,6 +9,11 @@
  * 4.0 form is `{"@odata.context": "…/$deletedEntity", "id": …, "reason": …}`) and, on its last
  * page, the next delta link. The link is stored relative to the service root (no host, no
  * credentials) in the tracker's `lastKey`, and only with the run's final tracker update.
+ *
+ * OData V2 has no delta links of its own: SAP Gateway's delta query and ODP answer `__delta`
+ * (`…?!deltatoken='…'`) on the last page, and Gateway services built on Apache Olingo's OData 2
+ * library write deleted entries in the 4.0 form inside `results`. ODP's own form (a row with
+ * ODQ_CHANGEMODE 'D') is odp.ts's.
  */
 import { PipelineError } from '../../pipeline/errors.js'
 import type { DataRecord } from '../../pipeline/types.js'
@@ -60,7 +65,8 @@ function serviceRoot(serviceUrl: string | undefined): string | undefined {
  * taken from its id (`Products(1)`, `Products(ID=1,Year=2026)`, or an absolute URL of that).
  */
 export function deltaEntry(record: DataRecord, keys: string[]): DataRecord {
-  const context = record.$context
+  // V4 through CAP's remote service: `$context`; V2 (CAP renames only `__…` there): `@odata.context`
+  const context = record.$context ?? record['@odata.context']
   const deletedEntity = typeof context === 'string' && context.endsWith('/$deletedEntity')
   const removed = record[REMOVED] ?? (deletedEntity ? { reason: record.reason ?? 'deleted' } : undefined)
   if (removed === undefined || removed === null) return record
@@ -129,7 +135,7 @@ export function refusedDeltaLink(service: string, entitySet: string, status: num
 /** The run error of a tracked read whose last page carries no delta link. */
 export function missingDeltaLink(service: string, entitySet: string): PipelineError {
   return new PipelineError('SOURCE_FAILED',
-    `OData source '${service}' answered the tracked read of '${entitySet}' without an @odata.deltaLink on its last page: the service does not track changes of this entity set (Prefer: odata.track-changes); use another delta.mode`)
+    `OData source '${service}' answered the tracked read of '${entitySet}' without a delta link on its last page (@odata.deltaLink, or __delta in OData V2): the service does not track changes of this entity set (Prefer: odata.track-changes); use another delta.mode`)
 }
 
 /** The run error of a delta link too long for the tracker. */

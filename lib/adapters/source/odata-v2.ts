@@ -11,8 +11,15 @@
  * `sap:display-format="Date"` into `cds.Date`, `Edm.DateTimeOffset` into `cds.Timestamp`
  * (or `cds.DateTime` with `@odata.Type: 'Edm.DateTimeOffset'`), a plain `Edm.DateTime` into
  * `cds.DateTime` with `@odata.Type: 'Edm.DateTime'`, and `Edm.Time` into `cds.Time`.
+ *
+ * `delta.mode: 'odata-delta'` reads V2 delta tokens the way odata.ts reads V4 delta links (CAP's
+ * remote service hands `__next`/`__delta` over as `$next`/`$delta`): SAP Gateway's delta query, its
+ * deleted entries in the `$deletedEntity` form (delta-links.ts), and ODP's change modes (odp.ts).
  */
 import { ODataSourceAdapter } from './odata.js'
+import { ODP } from '../../constants.js'
+import { changeEntry, isDeltaQueueEntity } from './odp.js'
+import { deltaEntry } from './delta-links.js'
 import { builtinType, type CsnElement } from '../../model/csn.js'
 import type { ODataVersion } from '../predicate.js'
 import type { DataRecord } from '../../pipeline/types.js'
@@ -34,6 +41,17 @@ export class ODataV2SourceAdapter extends ODataSourceAdapter {
       out[name] = fromV2Value(value, elements?.[name])
     }
     return out
+  }
+
+  /** ODP rows by their ODQ_CHANGEMODE, other rows (Gateway's delta query) as delta entries. */
+  protected override deltaRecord(record: DataRecord, keys: string[]): DataRecord {
+    const converted = this.convertRecord(record)
+    return isDeltaQueueEntity(this.entity) ? changeEntry(converted, keys, this.entitySet) : deltaEntry(converted, keys)
+  }
+
+  /** An ODP row is read with its change mode, whatever the target maps (a deletion is only told by it). */
+  protected override trackedColumns(): string[] {
+    return isDeltaQueueEntity(this.entity) ? [ODP.changeMode] : []
   }
 }
 

@@ -11,8 +11,9 @@ import { partitionedPages } from './partitions.js'
 import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { type ODataVersion } from '../predicate.js'
 import { odataQueryPath } from '../odata-client.js'
-import { statusOf, withRetry } from '../retry.js'
+import { isRetryable, notServed, statusOf, withRetry } from '../retry.js'
 import { MAX_DELTA_LINK_LENGTH, deltaEntry, isStoredDeltaLink, longDeltaLink, missingDeltaLink, refusedDeltaLink, relativeToService, trackingPreference } from './delta-links.js'
+import { endSubscription, isDeltaQueueEntity, terminationOf } from './odp.js'
 import { deltaPlan, readSegments, watermarkFields, type DeltaPlan } from '../watermark.js'
 import { builtinType, dataElementNames, findEntity, keyNames, type CsnEntity } from '../../model/csn.js'
 import { PipelineError } from '../../pipeline/errors.js'
@@ -33,6 +34,8 @@ interface RemoteResult extends Array<DataRecord> {
   $next?: string
   /** V4 `@odata.deltaLink` of a tracked read's last page, as CAP's remote service exposes it */
   $deltaLink?: string
+  /** V2 `__delta` (SAP Gateway, ODP), as CAP's remote service exposes it */
+  $delta?: string
 }
 
 interface SendingService {
@@ -49,6 +52,19 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /** Reads are GET requests to a remote: a delta run may start its first one early. */
   override get readsAhead(): boolean {
     return true
+  }
+
+  /**
+   * A tracked read without a stored link is an initialisation (on ODP it opens a subscription in the
+   * delta queue): only the run itself, holding the guard, makes it — never a read-ahead it may drop.
+   */
+  override readsAheadFrom(state: TrackerState): boolean {
+    return this.pipeline.delta?.mode !== 'odata-delta' || isStoredDeltaLink(state.lastKey)
+  }
+
+  /** A flush drops the stored link: the subscription it belongs to is ended where the service offers it (odp.ts). */
+  override async releasePosition(lastKey: string | null): Promise<void> {
+    if (this.pipeline.delta?.mode === 'odata-delta' && isStoredDeltaLink(lastKey)) await this.endSubscription('flush')
   }
 
   /** Full reads of an entity with one key column read `parallel` key ranges at once (partitions.ts). */
@@ -124,34 +140,75 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
    * followed. The last page's delta link is left in `tracker.deltaLink` for the engine to store
    * once the run's writes committed. A stored link the provider refuses fails the run: never a
    * silent full copy.
+   *
+   * Services with delta subscriptions (ODP, odp.ts): a re-initialisation first ends the subscription
+   * of the stored link; the first request of an initial read is retried only where the provider
+   * surely did not serve it (429, 503: a retry of a request it served would open a second
+   * subscription); an initial read that does not finish (failed, or its run stopped taking pages)
+   * ends what it may have opened, so the next initialisation leaves exactly one subscription.
    */
   private async *readChanges(tracker: TrackerState, keys: string[]): AsyncGenerator<DataRecord[]> {
     const service = this.pipeline.config.source.service ?? ''
     const stored = tracker.mode === 'delta' && isStoredDeltaLink(tracker.lastKey) ? tracker.lastKey : undefined
-    const select = this.columns ? [...new Set([...this.columns, ...keys])] : undefined
-    let next: string | undefined = stored ?? odataQueryPath(this.entitySet, { select, orderBy: keys }, this.typeOf, this.version)
+    if (!stored && isStoredDeltaLink(tracker.lastKey)) await this.endSubscription(`re-initialisation by a ${tracker.mode} run`)
+    const select = this.columns ? [...new Set([...this.columns, ...keys, ...this.trackedColumns()])] : undefined
+    // no $orderby where the service marks a key not sortable (ODP: none of its fields is)
+    const orderBy = keys.every(key => !/^false$/i.test(String(this.entity?.elements[key]?.['@sap.sortable'] ?? ''))) ? keys : undefined
+    let next: string | undefined = stored ?? odataQueryPath(this.entitySet, { select, orderBy }, this.typeOf, this.version)
     if (tracker.progress) tracker.progress.uncounted = true
+    const opening = !stored && this.subscribes()
     let deltaLink: string | undefined
-    while (next) {
-      const path = next
-      let result: RemoteResult
-      try {
-        result = await withRetry(() => this.fetchTracked(path), this.pipeline.retry, (error, attempt, delay) =>
-          LOG.warn(`pipeline '${this.pipeline.name}': tracked read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`))
-      } catch (error) {
-        const status = statusOf(error)
-        if (stored && status !== undefined && status >= 400 && status < 500) throw refusedDeltaLink(service, this.entitySet, status, error)
-        throw error
+    let sent = false
+    let finished = false
+    try {
+      while (next) {
+        const path = next
+        const retryable = opening && !sent ? notServed : isRetryable
+        sent = true
+        let result: RemoteResult
+        try {
+          result = await withRetry(() => this.fetchTracked(path), this.pipeline.retry, (error, attempt, delay) =>
+            LOG.warn(`pipeline '${this.pipeline.name}': tracked read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`), 'source', retryable)
+        } catch (error) {
+          const status = statusOf(error)
+          if (stored && status !== undefined && status >= 400 && status < 500) throw refusedDeltaLink(service, this.entitySet, status, error)
+          throw error
+        }
+        const records = result.map(record => this.deltaRecord(record, keys))
+        if (records.length) yield records
+        const nextLink = result.$nextLink ?? result.$next
+        next = nextLink ? this.relativeLink(nextLink) : undefined
+        if (!next) deltaLink = result.$deltaLink ?? result.$delta
       }
-      const records = result.map(record => deltaEntry(this.convertRecord(record), keys))
-      if (records.length) yield records
-      next = result.$nextLink ? this.relativeLink(result.$nextLink) : undefined
-      if (!next) deltaLink = result.$deltaLink
+      finished = true
+    } finally {
+      if (opening && sent && !finished) await this.endSubscription('its initial read did not finish')
     }
     if (!deltaLink) throw missingDeltaLink(service, this.entitySet)
     const link = relativeToService(deltaLink, this.serviceUrl(), this.entitySet)
     if (link.length > MAX_DELTA_LINK_LENGTH) throw longDeltaLink(service, this.entitySet, link.length)
     tracker.deltaLink = link
+  }
+
+  /** Hook: one entry of a delta payload as the engine takes it (V2 adds ODP's change modes). */
+  protected deltaRecord(record: DataRecord, keys: string[]): DataRecord {
+    return deltaEntry(this.convertRecord(record), keys)
+  }
+
+  /** Hook: columns a tracked read selects beside those the target needs (V2: ODP's change mode). */
+  protected trackedColumns(): string[] {
+    return []
+  }
+
+  /** Whether the source keeps a subscription per tracked initial read (ODP: an ODP entity set, or a termination function import). */
+  private subscribes(): boolean {
+    return isDeltaQueueEntity(this.entity) || terminationOf(this.pipeline.config.source.service ?? '', this.entitySet) !== undefined
+  }
+
+  /** Ends the subscriber's delta subscription of the entity set where the imported service offers it (odp.ts). */
+  private async endSubscription(why: string): Promise<void> {
+    const termination = terminationOf(this.pipeline.config.source.service ?? '', this.entitySet)
+    if (termination) await endSubscription(this.service!, termination, { pipeline: this.pipeline.name, entitySet: this.entitySet, why })
   }
 
   /** One page of a tracked read: `Prefer: odata.track-changes` and the page size the run reads. */

@@ -151,14 +151,14 @@ function resolveDelta(config: PipelineConfig, shape: ResolvedPipeline['shape'], 
 }
 
 /**
- * `delta.mode: 'odata-delta'` (standard OData V4 delta links): the source must be an OData V4
- * service (the provider answers `Prefer: odata.track-changes`), read entity by entity; the delta
- * link replaces the watermark field.
+ * `delta.mode: 'odata-delta'` (OData V4 delta links, OData V2 delta tokens of SAP Gateway and ODP):
+ * the source must be an OData service (the provider answers `Prefer: odata.track-changes`), read
+ * entity by entity; the delta link replaces the watermark field.
  */
 function checkODataDelta(config: PipelineConfig, sourceKind: string | undefined): void {
   const kinds: readonly string[] = ODATA_DELTA_SOURCE_KINDS
   if (config.source.adapter !== undefined || !sourceKind || !kinds.includes(sourceKind))
-    throw invalidConfig('delta.mode', `'odata-delta' needs an OData V4 source (source kind ${kinds.join(' or ')}); source '${config.source.service ?? config.rest?.path ?? '?'}' is ${config.source.adapter ? 'a custom adapter' : sourceKind ? `of kind '${sourceKind}'` : 'of unknown kind'}`)
+    throw invalidConfig('delta.mode', `'odata-delta' needs an OData source (source kind ${kinds.join(', ')}); source '${config.source.service ?? config.rest?.path ?? '?'}' is ${config.source.adapter ? 'a custom adapter' : sourceKind ? `of kind '${sourceKind}'` : 'of unknown kind'}`)
   if (config.source.entity === undefined) throw invalidConfig('delta.mode', "'odata-delta' needs an entity-shape pipeline (source.entity)")
   if (config.delta?.field !== undefined || config.delta?.dateField !== undefined || config.delta?.timeField !== undefined)
     throw invalidConfig('delta.mode', "'odata-delta' reads the provider's delta links: delta.field, delta.dateField and delta.timeField do not apply")

@@ -13,6 +13,8 @@
  * The deleted entries of an OData delta payload (`delta.mode: 'odata-delta'`, records carrying
  * `@removed`, see adapters/source/delta-links.ts) take the same path: deleted by key, or flagged
  * when `delta.deletedAction: 'flag'` names a field (`true` for a Boolean field, else the time of the run).
+ * There `delta.deletedField` may name a field of the target only (the provider marks deletions
+ * itself): it is then neither read from the source nor a soft-delete mark of source rows.
  */
 import { PipelineError } from '../../pipeline/errors.js'
 import { ORIGIN_COLUMN } from '../../adapters/target/base.js'
@@ -46,8 +48,10 @@ export class SoftDeletes {
     const removals = pipeline.delta?.mode === 'odata-delta'
     if (!field && !removals) return undefined
     const setting = field ? 'delta.deletedField' : 'delta.mode'
+    const sourceEntity = source.entityDefinition()
+    const fromSource = field !== undefined && (!removals || !sourceEntity || field in sourceEntity.elements)
     // the source must read the field even when the target has no column for it
-    if (field && source.columns && !source.columns.includes(field)) source.columns = [...source.columns, field]
+    if (fromSource && source.columns && !source.columns.includes(field)) source.columns = [...source.columns, field]
     const entity = target.entityDefinition()
     const origin = pipeline.config.source.origin
     const targetKeys = entity ? keyNames(entity).filter(k => origin === undefined || k !== ORIGIN_COLUMN) : []
@@ -64,7 +68,7 @@ export class SoftDeletes {
     } else if (!target.deleteKeys) {
       throw new PipelineError('INVALID_CONFIG', `Invalid pipeline config: ${setting}: the target of pipeline '${pipeline.name}' cannot delete by key (database and HCQL targets can)${removals ? "; delta.mode 'odata-delta' applies the provider's deleted entries by key" : ''}`, { target: setting })
     }
-    return new SoftDeletes(prepared, field, keys, flagField)
+    return new SoftDeletes(prepared, fromSource ? field : undefined, keys, flagField)
   }
 
   /** Removes the soft-deleted records from `batch` (in place) and returns them. */

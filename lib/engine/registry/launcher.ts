@@ -200,11 +200,12 @@ export class PipelineLauncher {
     assertConnectionAvailable('flush')
     const prepared = await this.definitions.prepare(name)
     const flushId = cds.utils.uuid()
-    await this.tracker.acquire(name, flushId, pipeline.leaseDuration)
+    const { row } = await this.tracker.acquire(name, flushId, pipeline.leaseDuration)
     let deleted = 0
     try {
       const db = await cds.connect.to('db')
       deleted = await db.tx(() => (prepared.target as BaseTargetAdapter).truncate({ runId: flushId, mode: 'full', batchIndex: 0 }))
+      await prepared.source.releasePosition(row.lastKey) // an ODP subscription of the dropped link ends
     } catch (error) {
       await this.tracker.release(name, flushId, { status: 'failed', lastError: describeError(error, `pipeline '${name}'`).message })
       throw error

@@ -31,6 +31,8 @@ export function checkSource(pipeline: ResolvedPipeline): void {
     throw invalidConfig('source.entity', `'${entity}' is not an entity${service ? ` of service '${service}'` : ''} in the model${REMOTE_KINDS.has(kind) ? ` (import the current API of '${service}' with cds import)` : ''}`)
   for (const key of FIELD_KEYS) {
     const field = pipeline.delta?.[key]
+    // with OData delta links the provider marks deletions: the flag field may be the target's only (engine/deletes)
+    if (key === 'deletedField' && pipeline.delta?.mode === 'odata-delta') continue
     if (typeof field === 'string' && !(field in definition.elements))
       throw invalidConfig(`delta.${key}`, `'${field}' is not an element of the source entity '${definition.name ?? entity}'`)
   }

@@ -132,6 +132,7 @@ export class PipelineRun {
     const position = this.tracker.lastPosition(this.name)
     if (!position) return undefined
     const state = this.trackerState(position)
+    if (!source.readsAheadFrom(state)) return undefined
     state.progress = this.meter.read
     return new ReadAhead(source, state)
   }
