@@ -209,9 +209,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('configView', async (req, engine) => {
       const name = pipelineName(req)
       const tenant = contextTenant()
-      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.effectiveFor(name, tenant), {
+      const effective = engine.registry.effectiveFor(name, tenant)
+      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), effective, {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
         tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
+        // the delta link of an odata-delta pipeline is tracker state (README "OData delta links")
+        ...(effective.delta?.mode === 'odata-delta' ? { tracker: await engine.status(name) } : {}),
       }))
     })
   }
