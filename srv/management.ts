@@ -213,8 +213,8 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
       return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), effective, {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
         tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
-        // the delta link of an odata-delta pipeline is tracker state (README "OData delta links")
-        ...(effective.delta?.mode === 'odata-delta' ? { tracker: await engine.status(name) } : {}),
+        // the delta link of an odata-delta pipeline is tracker state (a tenant's, when multitenant; the provider has none)
+        ...(effective.delta?.mode === 'odata-delta' && !providerWithoutTenant() ? { tracker: await engine.status(name) } : {}),
       }))
     })
   }

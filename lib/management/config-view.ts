@@ -113,9 +113,12 @@ export interface ConfigViewOptions {
   tracker?: { lastKey: string | null }
 }
 
-/** The change tracking state of an `odata-delta` pipeline (its tracker's delta link); nothing for other pipelines. */
+/**
+ * The change tracking state of an `odata-delta` pipeline (its tracker's delta link); nothing for
+ * other pipelines, nor without a tracker row (the provider's view in a multitenant app).
+ */
 export function changeTrackingView(effective: ResolvedPipeline, tracker: { lastKey: string | null } | undefined): Pick<ConfigView, 'changeTracking' | 'deltaLink'> {
-  if (effective.delta?.mode !== 'odata-delta') return {}
+  if (effective.delta?.mode !== 'odata-delta' || !tracker) return {}
   const link = isStoredDeltaLink(tracker?.lastKey) ? tracker.lastKey : null
   return { changeTracking: link ? 'initialised' : 'not initialised', deltaLink: link }
 }
