@@ -151,6 +151,28 @@ describe("delta.mode 'odata-delta' with the rest of the engine", () => {
     expect((await engine.status('checked')).lastKey).toBe(link)
   })
 
+  test("onError 'fail': a changed row that does not fit stops the run naming its key and keeps the link; once the provider's row fits, the next run applies all", async () => {
+    await control('reset', { count: 6 })
+    await cds.run(cds.ql.DELETE.from('changes.ProductsChecked'))
+    await engine.addPipeline(pipeline('strict', 'ProductsChecked'))
+    expect(await run('strict')).toMatchObject({ status: 'completed', statistics: { created: 6 } })
+    const link = (await engine.status('strict')).lastKey
+
+    await control('change', { ids: [1, 2], name: 'Fits' })
+    await control('change', { ids: [5], name: 'A name longer than twelve characters', price: 777.77 })
+    await control('change', { ids: [6], name: 'Fits too' })
+    const failed = await run('strict').catch((error: Error & { code?: string }) => error)
+    expect(failed).toMatchObject({ code: 'TARGET_FAILED', message: expect.stringContaining('record {"ID":5} does not fit') })
+    expect(leaked((failed as Error).message)).toEqual([])
+    expect(await engine.status('strict')).toMatchObject({ status: 'failed', lastKey: link })
+
+    await control('change', { ids: [5], name: 'Fits now' })
+    expect(await run('strict')).toMatchObject({ status: 'completed' })
+    const rows = (await ql.SELECT.from('changes.ProductsChecked').orderBy('ID')) as Array<{ ID: number; name: string }>
+    expect(rows.map(r => r.name)).toEqual(['Fits', 'Fits', 'Product 3', 'Product 4', 'Fits now', 'Fits too'])
+    expect((await engine.status('strict')).lastKey).toBe('/Products?$deltatoken=4')
+  })
+
   test('run events of a delta-link run: one page event per request (records, HTTP status), batches with their deletes', async () => {
     await control('reset', { count: 9 })
     await engine.addPipeline(pipeline('paged', 'Products'))
