@@ -12,7 +12,7 @@ import LongestFirst from './test/helpers/longest-first'
  *   contract (PostgreSQL refuses what SQLite stores), CQN sources (SQL on the database: NULL order,
  *   comparisons of timestamps), a run inside a request's transaction, progress beside a run's
  *   transaction, and event replication (concurrent micro-batches, aggregates);
- * - the scale-out tests: three app processes on one PostgreSQL database (their own databases).
+ * - the scale-out tests: three (two) app processes on one PostgreSQL database (their own databases).
  * ON_POSTGRES_FULL: files whose outcome does not depend on the database (HTTP, OData, the
  * management API, the engine's own logic over paths the files above cover); `npm run
  * test:postgres:full` runs them on PostgreSQL as well.
@@ -30,6 +30,8 @@ const POSTGRES_FULL = process.env.npm_lifecycle_event === 'test:postgres:full' |
 const SCALE_OUT = 'test/integration/scale-out.test.ts'
 /** Two app processes on one PostgreSQL database subscribed to one Redis (event-driven replication). */
 const EVENTS_SCALE_OUT = 'test/integration/events-scale-out.test.ts'
+/** Two app processes on one PostgreSQL database following one provider's OData delta links. */
+const DELTA_LINKS_SCALE_OUT = 'test/integration/odata-delta-scale-out.test.ts'
 
 export default defineConfig({
   test: {
@@ -49,8 +51,8 @@ export default defineConfig({
     globalSetup: ['./test/helpers/pack-global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], maxWorkers: 3 } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT], fileParallelism: true, maxWorkers: 3 } },
-      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, ...(POSTGRES_FULL ? ON_POSTGRES_FULL : []), SCALE_OUT, EVENTS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 3 } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: [...configDefaults.exclude, SCALE_OUT, EVENTS_SCALE_OUT, DELTA_LINKS_SCALE_OUT], fileParallelism: true, maxWorkers: 3 } },
+      { extends: true, test: { name: 'postgres', include: [...ON_POSTGRES, ...(POSTGRES_FULL ? ON_POSTGRES_FULL : []), SCALE_OUT, EVENTS_SCALE_OUT, DELTA_LINKS_SCALE_OUT], setupFiles: ['test/helpers/postgres-setup.ts'], fileParallelism: true, maxWorkers: 3 } },
       // the console in headless Chromium (from @sparticuz/chromium) against the demo apps (needs `npm run build`);
       // one Chromium for the project (test/helpers/e2e-global-setup.ts: each file its own contexts), demo apps shared
       // where files only read them; otherwise every file its own apps on free ports, in-memory databases, own Redis prefixes

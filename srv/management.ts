@@ -209,9 +209,12 @@ export default class DataPipelineManagementService extends cds.ApplicationServic
     bound('configView', async (req, engine) => {
       const name = pipelineName(req)
       const tenant = contextTenant()
-      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), engine.registry.effectiveFor(name, tenant), {
+      const effective = engine.registry.effectiveFor(name, tenant)
+      return JSON.stringify(configView(engine.registry.coded(name), engine.registry.overrides(name), effective, {
         scheduleLiveChangeSupported: engine.registry.isScheduleLiveChangeSupported(name),
         tenant, tenantOverrides: engine.registry.tenantOverrides(name, tenant),
+        // the delta link of an odata-delta pipeline is tracker state (a tenant's, when multitenant; the provider has none)
+        ...(effective.delta?.mode === 'odata-delta' && !providerWithoutTenant() ? { tracker: await engine.status(name) } : {}),
       }))
     })
   }

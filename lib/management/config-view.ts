@@ -10,6 +10,7 @@ import { OVERRIDABLE_PATHS, type Overrides } from '../engine/config/overrides.js
 import { scheduleLabel } from '../engine/schedule/index.js'
 import { eventsOf, type ResolvedEvents } from '../events/config.js'
 import { settingRules, type SettingRule } from '../engine/config/rules.js'
+import { isStoredDeltaLink } from '../adapters/source/delta-links.js'
 
 export interface ConfigField {
   path: string
@@ -35,6 +36,10 @@ export interface ConfigView {
   tenantOverrides?: Overrides
   /** The effective `events` (defaults filled in), read-only; only for a pipeline with events. */
   events?: EventsView
+  /** `delta.mode: 'odata-delta'` only: whether the tracker holds a delta link (a tracked initial read happened). */
+  changeTracking?: 'initialised' | 'not initialised'
+  /** `delta.mode: 'odata-delta'` only: the stored link, relative to the service root (no host, no credentials), or null. */
+  deltaLink?: string | null
 }
 
 /** The effective `events` as shown: a single key as its payload field name, as written in the config. */
@@ -104,6 +109,18 @@ export interface ConfigViewOptions {
   tenant?: string
   /** The tenant's own `mode`/`schedule` (`multitenancy.tenants.<tenant>.replicate.<pipeline>`). */
   tenantOverrides?: Overrides
+  /** The pipeline's tracker row (of the view's tenant): its `lastKey` holds an OData delta link. */
+  tracker?: { lastKey: string | null }
+}
+
+/**
+ * The change tracking state of an `odata-delta` pipeline (its tracker's delta link); nothing for
+ * other pipelines, nor without a tracker row (the provider's view in a multitenant app).
+ */
+export function changeTrackingView(effective: ResolvedPipeline, tracker: { lastKey: string | null } | undefined): Pick<ConfigView, 'changeTracking' | 'deltaLink'> {
+  if (effective.delta?.mode !== 'odata-delta' || !tracker) return {}
+  const link = isStoredDeltaLink(tracker?.lastKey) ? tracker.lastKey : null
+  return { changeTracking: link ? 'initialised' : 'not initialised', deltaLink: link }
 }
 
 export function configView(coded: PipelineConfig, overrides: Overrides, effective: ResolvedPipeline, options: ConfigViewOptions = {}): ConfigView {
@@ -144,5 +161,6 @@ export function configView(coded: PipelineConfig, overrides: Overrides, effectiv
     },
     ...(options.tenant ? { tenantOverrides: tenantOwn ?? {} } : {}),
     ...(events ? { events } : {}),
+    ...changeTrackingView(effective, options.tracker),
   }
 }

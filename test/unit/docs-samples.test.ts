@@ -93,6 +93,7 @@ describe('docs samples', () => {
       Catalog: ['test/fixtures/consumer/srv/external/Provider.cds', 'Provider'],
       CatalogAPI: ['test/fixtures/hcql-consumer/srv/external/CatalogAPI.cds', 'CatalogAPI'],
       Notes: ['test/fixtures/private-consumer/srv/external/Notes.cds', 'Notes'],
+      Changes: ['test/fixtures/changes-consumer/srv/external/Changes.cds', 'Changes'],
       ProviderService: ['test/fixtures/emit-consumer/srv/external/ProviderService.cds', 'ProviderService'],
       API_BUSINESS_PARTNER: ['test/fixtures/s4-business-partner/srv/external/API_BUSINESS_PARTNER.cds', 'API_BUSINESS_PARTNER'],
       Z_ODP_SALES_SRV: ['test/fixtures/odp-consumer/srv/external/Z_ODP_SALES_SRV.cds', 'Z_ODP_SALES_SRV'],

@@ -6,7 +6,7 @@
  */
 import cds from '@sap/cds'
 import { BaseSourceAdapter } from './base.js'
-import { pagesOf, type PageRequest, type PageResult } from './pager.js'
+import { pageRead, pagesOf, type PageRequest, type PageResult } from './pager.js'
 import { partitionedPages } from './partitions.js'
 import { keyRanges, type KeyRanges } from './key-ranges.js'
 import { type ODataVersion } from '../predicate.js'
@@ -57,9 +57,11 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
   /**
    * A tracked read without a stored link is an initialisation (on ODP it opens a subscription in the
    * delta queue): only the run itself, holding the guard, makes it — never a read-ahead it may drop.
+   * Sources with delta subscriptions never read ahead at all: a read-ahead from a token another
+   * instance has moved past would ask ODP to repeat a delta request it may have confirmed already.
    */
   override readsAheadFrom(state: TrackerState): boolean {
-    return this.pipeline.delta?.mode !== 'odata-delta' || isStoredDeltaLink(state.lastKey)
+    return this.pipeline.delta?.mode !== 'odata-delta' || (isStoredDeltaLink(state.lastKey) && !this.subscribes())
   }
 
   /** A flush drops the stored link: the subscription it belongs to is ended where the service offers it (odp.ts). */
@@ -166,6 +168,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
         const retryable = opening && !sent ? notServed : isRetryable
         sent = true
         let result: RemoteResult
+        const since = performance.now()
         try {
           result = await withRetry(() => this.fetchTracked(path), this.pipeline.retry, (error, attempt, delay) =>
             LOG.warn(`pipeline '${this.pipeline.name}': tracked read failed (${(error as Error).message}); retry ${attempt} in ${delay} ms`), 'source', retryable)
@@ -175,6 +178,7 @@ export class ODataSourceAdapter extends BaseSourceAdapter {
           throw error
         }
         const records = result.map(record => this.deltaRecord(record, keys))
+        pageRead({ records, httpStatus: 200 }, since) // CAP's remote service answers only a successful GET
         if (records.length) yield records
         const nextLink = result.$nextLink ?? result.$next
         next = nextLink ? this.relativeLink(nextLink) : undefined

@@ -17,6 +17,7 @@ import MessageToast from "sap/m/MessageToast";
 import Api from "../model/Api";
 import EventsSection from "../model/events";
 import * as pipelineFormat from "../model/formatPipeline";
+import * as changeTracking from "../model/changeTracking";
 import { fillTable, historyRun, progressOf } from "../model/runs";
 import { failureText, lastFailedRun } from "../model/runEvents";
 import type { DriftReport, FlowData, InspectResult, Progress, RejectsState } from "../model/types";
@@ -70,6 +71,26 @@ export default class Detail extends Base {
 
 	public formatEndpoint(json: unknown, baseConfig: unknown, overrides: unknown, side: "source" | "target"): string {
 		return pipelineFormat.endpoint(this.t, json, baseConfig, overrides, side);
+	}
+
+	public formatLastKeyLabel(baseConfig: unknown, overrides: unknown): string {
+		return changeTracking.lastKeyLabel(this.t, baseConfig, overrides);
+	}
+
+	public formatLastKey(lastKey: unknown, baseConfig: unknown, overrides: unknown): string {
+		return changeTracking.lastKeyValue(lastKey, baseConfig, overrides);
+	}
+
+	public readsDeltaLinks(baseConfig: unknown, overrides: unknown): boolean {
+		return changeTracking.readsDeltaLinks(baseConfig, overrides);
+	}
+
+	public formatChangeTracking(lastKey: unknown, baseConfig: unknown, overrides: unknown): string {
+		return changeTracking.changeTracking(this.t, lastKey, baseConfig, overrides);
+	}
+
+	public changeTrackingState(lastKey: unknown): string {
+		return changeTracking.changeTrackingState(lastKey);
 	}
 
 	public formatDeletes(baseConfig: unknown, overrides: unknown): string {

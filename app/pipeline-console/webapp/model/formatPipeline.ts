@@ -1,19 +1,11 @@
 import { duration } from "../control/HistoryChart";
 import { display, number, parseJson, type DriftReport, type FlowData, type Progress, type SweepState } from "./types";
 import { dateTime, time, type Text } from "./format";
+import { setting } from "./effective";
 
 // Formatters of a pipeline's fields (endpoints, deletes, sweep, drift, progress), given the texts.
 
-/** The effective value of a setting: an override (dotted or nested) over the coded baseConfig. */
-export function setting(baseConfig: unknown, overrides: unknown, path: string): unknown {
-	const lookup = (object: Record<string, unknown> | null): unknown => {
-		if (!object) return undefined;
-		if (path in object) return object[path];
-		return path.split(".").reduce<unknown>((at, key) => at && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined, object);
-	};
-	const override = lookup(parseJson<Record<string, unknown>>(overrides));
-	return override !== undefined ? override : lookup(parseJson<Record<string, unknown>>(baseConfig));
-}
+export { setting };
 
 /** A source or target as readable fields: service, entity, kind, delta, paging (the JSON is the tooltip). */
 export function endpoint(text: Text, json: unknown, baseConfig: unknown, overrides: unknown, side: "source" | "target"): string {
