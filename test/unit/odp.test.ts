@@ -54,6 +54,10 @@ test('a delta run reads ahead from a stored link only, never an initialisation',
   expect(source.readsAheadFrom({ name: 'p', mode: 'delta', lastSync: null, lastKey: null })).toBe(false)
   const watermarked = new ODataV2SourceAdapter({ pipeline: { ...pipeline, delta: { mode: 'timestamp' } } } as never)
   expect(watermarked.readsAheadFrom({ name: 'p', mode: 'delta', lastSync: null, lastKey: null })).toBe(true)
+  // an ODP entity set (its rows carry ODQ_CHANGEMODE) never: a token another instance moved past is not asked again
+  const odp = new ODataV2SourceAdapter({ pipeline } as never)
+  Object.assign(odp, { entity: { elements: { SalesDocument: { key: true }, ODQ_CHANGEMODE: { type: 'cds.String' } } } })
+  expect(odp.readsAheadFrom({ name: 'p', mode: 'delta', lastSync: null, lastKey: "/FactsOfX?!deltatoken='D1'" })).toBe(false)
 })
 
 describe('@federation.replicate on an ODP entity set', () => {
