@@ -40,7 +40,7 @@ export default defineConfig({
         { text: 'Pipelines in code', link: '/guide/pipelines-in-code' },
         { text: 'Event-driven replication', link: '/guide/event-driven' },
         { text: 'Partitioned reads over a WAN', link: '/guide/partitioned-reads' },
-        { text: 'OData delta links', link: '/guide/odata-delta-links' },
+        { text: 'SAP extractors (ODP) and delta links', link: '/guide/odata-delta-links' },
         { text: 'The console', link: '/guide/console' },
         { text: 'Multitenancy', link: '/guide/multitenancy' },
         { text: 'Production on Cloud Foundry and Kyma', link: '/guide/production' },
