@@ -117,6 +117,16 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
     if (gap && !gap.to) gap.to = appNow()
     return api
   }
+  /**
+   * Waits for `count` further ticks of q-off (queued, every 1 s, disabled: a tick runs nothing): the
+   * condition an absence check waits for instead of a fixed time — the queue and the app's timers went on.
+   */
+  const ticksOfOff = async (count: number) => {
+    let last = (await api.tasks('q-off'))[0]?.timestamp
+    for (let tick = 1; tick <= count; tick++) {
+      last = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== last && row.timestamp }, `tick ${tick} of q-off`, 60_000)
+    }
+  }
   const stop = async () => {
     down.push({ from: appNow(), to: 0 })
     await app?.stop()
@@ -203,10 +213,7 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
       const next = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== first.timestamp && row }, 'the next tick of q-off', 60_000)
       expect(Date.parse(next.timestamp)).toBeGreaterThan(Date.parse(first.timestamp))
       // two more ticks processed (not a fixed wait): a tick that ran would have left a run row by then
-      let last = next.timestamp
-      for (const which of ['second', 'third']) {
-        last = await waitFor(async () => { const [row] = await api.tasks('q-off'); return row && row.timestamp !== last && row.timestamp }, `the ${which} tick of q-off`, 60_000)
-      }
+      await ticksOfOff(2)
       expect(await api.runs('q-off')).toEqual([])
     })
 
@@ -247,7 +254,8 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
         expect(runs[0]).toMatchObject({ trigger: 'external', mode: 'full', status: 'idle' })
         // the one-off task is gone once processed; no singleton task for q-oneoff
         await waitFor(async () => (await api.tasks()).every(row => !row.msg.includes('"pipeline":"q-oneoff"')), 'the one-off task to be removed', 60_000)
-        await sleep(500)
+        // the queue processed two more ticks of q-off since (not a fixed wait): a second run would be there by then
+        await ticksOfOff(2)
         expect(await api.runs('q-oneoff')).toHaveLength(1)
       })
 
@@ -297,7 +305,8 @@ describe('queued schedules on CAP\'s persistent task queue (SQLite file, real re
         expect(every(rows[0])).toBe('*/5 * * * *')
         expect((await api.pipeline('q-switch')).schedule).toBe('cron */5 * * * * (queued)')
         const spawned = (await api.runs('q-switch')).length
-        await sleep(1500)
+        // two ticks of q-off (every 1 s, timers of the same process) instead of a fixed wait: the 700 ms spawn timer would have fired meanwhile
+        await ticksOfOff(2)
         expect((await api.runs('q-switch')).length).toBe(spawned)
 
         // clearSchedule unschedules the task and records schedule: null
