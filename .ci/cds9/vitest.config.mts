@@ -13,6 +13,8 @@ export const CDS9_TESTS = [
   'management-api', 'management-restart', 'management-security',
   // federation
   'federation-replicate', 'federation-delegate', 'federation-rules', 'federation-cache', 'federated',
+  // change data capture: OData V4 delta links, SAP Gateway delta tokens and ODP over OData V2
+  'odata-delta-links', 'odata-delta-odp',
   // queued schedules and what differs between cds 9 and 10
   'queued-schedule', 'cds-version',
   // what ships: cds build --production served as in production (cds-dk 9's cds add and build)
