@@ -61,7 +61,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PG, deployApp, pgQuery, postgresEnv, processCpuMs, serveRequests, sqliteEnv, startChild, startWorker } from './helpers.mjs'
+import { PG, deployApp, pgQuery, postgresEnv, processCpuMs, sequentialRead, serveRequests, sqliteEnv, startChild, startWorker } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const SELF = fileURLToPath(import.meta.url)
@@ -347,8 +347,8 @@ async function startRound(tmp, seeded, round) {
   const proxy = await latencyProxy(child.url)
   // warm-up: each kind of read once (CAP compiles and caches queries on first use)
   await fetch(`${proxy.url}${SERVICE_PATH}/$metadata`).then(r => r.text())
-  await sequentialRead(proxy.url, { select: COLUMNS, order: ['ID'], limit: 2 })
-  await sequentialRead(proxy.url, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${seedMaxStamp()}`, limit: 1 })
+  await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['ID'], limit: 2 })
+  await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${seedMaxStamp()}`, limit: 1 })
   await trackedRead(proxy.url, `${SERVICE_PATH}/Orders?$select=${COLUMNS.join(',')}&$orderby=ID`, 2)
   return { provider, proxy }
 }
@@ -431,37 +431,6 @@ async function measure({ session, proxy, provider, request }) {
   }
 }
 
-/** `$filter` text of "after `row`" in `order` (the key alone, or modifiedAt then the key). */
-function keysetAfter(order, row) {
-  if (order.length === 1) return `${order[0]} gt ${row[order[0]]}`
-  const [a, b] = order
-  return `${a} ge ${row[a]} and (${a} gt ${row[a]} or ${b} gt ${row[b]})`
-}
-
-/**
- * A plain sequential keyset read through `base` (CAP's own OData reads): `$count` on the first page,
- * each next page after the previous one's last row, until all counted rows are read.
- */
-async function sequentialRead(base, { select, order, filter, limit = Infinity }) {
-  const t0 = now()
-  let last
-  let rows = 0
-  let pages = 0
-  let count
-  for (;;) {
-    const where = last === undefined ? filter : [filter, keysetAfter(order, last)].filter(Boolean).map(f => `(${f})`).join(' and ')
-    const url = `${base}${SERVICE_PATH}/Orders?$select=${select.join(',')}&$orderby=${order.join(',')}${where ? `&$filter=${encodeURIComponent(where)}` : ''}&$top=${BATCH}${pages ? '' : '&$count=true'}`
-    const body = await (await fetch(url)).json()
-    if (!Array.isArray(body.value)) throw new Error(`${url}: ${JSON.stringify(body).slice(0, 300)}`)
-    if (!pages) count = body['@odata.count']
-    pages++
-    rows += body.value.length
-    if (!body.value.length || rows >= count || body.value.length < BATCH || pages >= limit) break
-    last = body.value.at(-1)
-  }
-  return { ms: now() - t0, pages, rows }
-}
-
 /** A plain tracked read (or a delta link's read) through `base`: the pages its next links lead to. */
 async function trackedRead(base, path0, limit = Infinity) {
   const t0 = now()
@@ -488,12 +457,12 @@ async function measureFloors(proxy, change) {
   const token = await trackedRead(proxy.url, `${SERVICE_PATH}/Orders?$select=${COLUMNS.join(',')}&$deltatoken=0`)
   if (token.rows !== change.changed + change.deleted) throw new Error(`token floor: ${token.rows} entries, expected ${change.changed + change.deleted}`)
   await quiet()
-  const stamp = await sequentialRead(proxy.url, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${change.seedMax}` })
+  const stamp = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${change.seedMax}` })
   if (stamp.rows !== change.changed) throw new Error(`timestamp floor: ${stamp.rows} rows, expected ${change.changed}`)
   await quiet()
-  const keys = await sequentialRead(proxy.url, { select: ['ID'], order: ['ID'] })
+  const keys = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: ['ID'], order: ['ID'] })
   await quiet()
-  const full = await sequentialRead(proxy.url, { select: COLUMNS, order: ['ID'] })
+  const full = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['ID'] })
   if (full.rows !== N - change.deleted || keys.rows !== full.rows) throw new Error(`full floor: ${full.rows} rows, keys ${keys.rows}, expected ${N - change.deleted}`)
   return { token, stamp, keys, full }
 }

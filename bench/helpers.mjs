@@ -234,3 +234,38 @@ export async function deployApp(dir, env) {
     throw new Error(`cds deploy of ${dir} failed: ${error.message}\n${error.stdout ?? ''}\n${error.stderr ?? ''}`)
   }
 }
+
+/** `$filter` text of "after `row`" in `order` (a timestamp then the key, or the key alone). */
+export function keysetAfter(order, row) {
+  // UUIDs and timestamps are plain literals in OData V4
+  if (order.length === 1) return `${order[0]} gt ${row[order[0]]}`
+  const [a, b] = order
+  // led by a plain comparison on the first column, as the product sends it (SQLite keeps to index order)
+  return `${a} ge ${row[a]} and (${a} gt ${row[a]} or ${b} gt ${row[b]})`
+}
+
+/**
+ * The floor of a read: a plain sequential keyset read of the entity set at `url` (OData V4, e.g.
+ * through a latency proxy), as the product reads — `$count` and `filter` (a lower bound in `order`)
+ * on the first page, each later page after the previous one's last row, until all counted rows are
+ * read (or `limit` pages, for a warm-up).
+ */
+export async function sequentialRead(url, { select, order, filter, batch = 1000, limit = Infinity }) {
+  const t0 = performance.now()
+  let last
+  let rows = 0
+  let pages = 0
+  let count
+  for (;;) {
+    const where = last === undefined ? filter : keysetAfter(order, last)
+    const page = `${url}?$select=${select.join(',')}&$orderby=${order.join(',')}${where ? `&$filter=${encodeURIComponent(where)}` : ''}&$top=${batch}${pages ? '' : '&$count=true'}`
+    const body = await (await fetch(page)).json()
+    if (!Array.isArray(body.value)) throw new Error(`${page}: ${JSON.stringify(body).slice(0, 300)}`)
+    if (!pages) count = body['@odata.count']
+    pages++
+    rows += body.value.length
+    if (!body.value.length || rows >= count || body.value.length < batch || pages >= limit) break
+    last = body.value.at(-1)
+  }
+  return { ms: performance.now() - t0, pages, rows }
+}

@@ -22,9 +22,8 @@
  * partitioned read of that many pages takes at that latency, whatever the CPU.
  */
 import os from 'node:os'
-import { control, processCpuMs } from './helpers.mjs'
+import { control, processCpuMs, sequentialRead } from './helpers.mjs'
 
-const BATCH = 1000
 const SEED = '2026-01-01T00:00:00.000Z'
 export const CELL_TARGETS = { delta: 0.3, sweep: 0.25 }
 const now = () => performance.now()
@@ -32,43 +31,9 @@ const fixed = (x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 
 // touch stamps: increasing, and older than `delta.settle` (1 min), so a later run trusts the tie cursor
 let stamps = Date.now() - 3_600_000
 
-/**
- * A plain sequential keyset read through `base` (the proxy): `$count` on the first page, each
- * next page after the previous one's last row, until all counted rows are read.
- */
-export async function sequentialRead(base, { entity, select, order, filter }) {
-  const t0 = now()
-  let last
-  let rows = 0
-  let pages = 0
-  let count
-  for (;;) {
-    // the filter (a lower bound in `order`) on the first page; later pages start after the last row read
-    const where = last === undefined ? filter : keysetAfter(order, last)
-    const url = `${base}/odata/v4/catalog/${entity}?$select=${select.join(',')}&$orderby=${order.join(',')}${where ? `&$filter=${encodeURIComponent(where)}` : ''}&$top=${BATCH}${pages ? '' : '&$count=true'}`
-    const body = await (await fetch(url)).json()
-    if (!Array.isArray(body.value)) throw new Error(`${url}: ${JSON.stringify(body).slice(0, 300)}`)
-    if (!pages) count = body['@odata.count']
-    pages++
-    rows += body.value.length
-    if (!body.value.length || rows >= count || body.value.length < BATCH) break
-    last = body.value.at(-1)
-  }
-  return { ms: now() - t0, pages, rows }
-}
-
 /** The `$filter` of a request URL the proxy saw (a GET; undefined for a `$batch` or none). */
 function filterOf(url) {
   return url ? new URL(url, 'http://proxy').searchParams.get('$filter') ?? undefined : undefined
-}
-
-/** `$filter` text of "after `row`" in `order` (a timestamp then the key, or the key alone). */
-function keysetAfter(order, row) {
-  // UUIDs and timestamps are plain literals in OData V4
-  if (order.length === 1) return `${order[0]} gt ${row[order[0]]}`
-  const [a, b] = order
-  // led by a plain comparison on the first column, as the product sends it (SQLite keeps to index order)
-  return `${a} ge ${row[a]} and (${a} gt ${row[a]} or ${b} gt ${row[b]})`
 }
 
 /** The least a partitioned read of `pages` pages takes in round trips: first page + samples + the ranges' pages. */
@@ -109,7 +74,7 @@ export async function measureCells({ session, proxy, provider, n, latency, paral
   if (delta.statistics.updated + delta.statistics.created !== changed) throw new Error(`5 % delta wrote ${JSON.stringify(delta.statistics)}, expected ${changed} rows`)
   // the floor reads with the product's own filter (its watermark: after the copy's last row at the copy's
   // stamp, which all rows share, so SQLite walks that tie on every page), as a plain sequential read
-  const deltaServe = await atZero(() => sequentialRead(proxy.url, { entity: 'BenchItems', select: columns, order: ['modifiedAt', 'ID'], filter: filterOf(delta.urls[0]) ?? `modifiedAt ge ${stamp}` }))
+  const deltaServe = await atZero(() => sequentialRead(`${proxy.url}/odata/v4/catalog/BenchItems`, { select: columns, order: ['modifiedAt', 'ID'], filter: filterOf(delta.urls[0]) ?? `modifiedAt ge ${stamp}` }))
   if (deltaServe.rows !== changed) throw new Error(`delta floor read ${deltaServe.rows} rows of ${changed}`)
   delta.floor = floorOf(deltaServe, deltaServe.pages)
 
@@ -125,7 +90,7 @@ export async function measureCells({ session, proxy, provider, n, latency, paral
   try {
     sweep = await cell({ sweep: true }, () => control(provider.url, 'removeBench', { from: 1, count: gone }))
     if (sweep.statistics.deleted !== gone || sweep.lastSweep?.status !== 'completed') throw new Error(`sweep deleted ${sweep.statistics.deleted} of ${gone}: ${JSON.stringify(sweep.lastSweep)}`)
-    const keyServe = await atZero(() => sequentialRead(proxy.url, { entity: 'BenchItems', select: ['ID'], order: ['ID'] }))
+    const keyServe = await atZero(() => sequentialRead(`${proxy.url}/odata/v4/catalog/BenchItems`, { select: ['ID'], order: ['ID'] }))
     if (keyServe.rows !== n - gone) throw new Error(`key floor read ${keyServe.rows} keys of ${n - gone}`)
     sweep.floor = floorOf(keyServe, keyServe.pages)
   } finally {

@@ -47,8 +47,8 @@ import vm from 'node:vm'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, processCpuMs, serveRequests, sqliteEnv, startProvider, startWorker } from './helpers.mjs'
-import { cellLine, cellReport, cellRunner, measureCells, sequentialRead, summarize } from './latency-delta.mjs'
+import { CONSUMER_DIR, PROVIDER_DIR, control, deployApp, processCpuMs, sequentialRead, serveRequests, sqliteEnv, startProvider, startWorker } from './helpers.mjs'
+import { cellLine, cellReport, cellRunner, measureCells, summarize } from './latency-delta.mjs'
 
 const SELF = fileURLToPath(import.meta.url)
 const ROOT = path.resolve(path.dirname(SELF), '..')
@@ -160,7 +160,7 @@ async function quiet() {
 
 /** A plain sequential keyset read of all `n` rows through `base` (the floor's own read, latency-delta.mjs). */
 async function rawRead(base, n) {
-  const read = await sequentialRead(base, { entity: SOURCE, select: COLUMNS, order: ['ID'] })
+  const read = await sequentialRead(`${base}/odata/v4/catalog/${SOURCE}`, { select: COLUMNS, order: ['ID'] })
   if (read.rows !== n) throw new Error(`raw read: ${read.rows} rows of ${n}`)
   return read
 }
