@@ -49,7 +49,6 @@ export const ODATA_DELTA_SOURCE_KINDS = ['odata', 'odata-v4', 'odata-v2'] as con
 export const ODP = {
   /** `C` created, `U` updated, `D` deleted, blank in the initial load. */
   changeMode: 'ODQ_CHANGEMODE',
-  entityCounter: 'ODQ_ENTITYCNTR',
   /** Fields of the delta queue, not of the entity: left out of replicas unless mapped. */
   fieldPrefix: 'ODQ_',
   /** `TerminateDeltasFor<EntitySet>` */
