@@ -1,6 +1,8 @@
 /**
  * Headless Chromium for the browser tests, from npm: the binary inside `@sparticuz/chromium`,
- * driven by playwright-core. Nothing to install by hand; `CHROMIUM_PATH` uses a browser of your own.
+ * driven by playwright-core. Nothing to install by hand on Linux x64; elsewhere (macOS, Windows, Linux
+ * arm64: the bundled binary is a Linux x64 build) an installed Chrome, Edge or Chromium
+ * (`installedBrowsers`); `CHROMIUM_PATH` uses a browser of your own.
  *
  * @sparticuz/chromium unpacks its brotli'd files straight into os.tmpdir() (/tmp/chromium,
  * /tmp/fonts, …) and reuses whatever it finds there: not safe when two processes unpack at once
@@ -29,7 +31,7 @@ const require = createRequire(import.meta.url)
 const QUIET = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 /** @sparticuz's GPU emulation (WebGL on SwiftShader), made for AWS Lambda: left out (--disable-gpu). */
 const GPU = /^--(use-gl|use-angle|enable-unsafe-swiftshader|in-process-gpu|ignore-gpu-blocklist)\b/
-/** For a browser of your own (CHROMIUM_PATH), as before. */
+/** For a browser of your own (CHROMIUM_PATH, or one installed where the bundled one cannot run). */
 const OWN_ARGS = ['--no-sandbox', '--disable-gpu']
 const READY = '.complete'
 
@@ -39,10 +41,39 @@ export interface BrowserSetup {
   env?: Record<string, string>
 }
 
+/**
+ * Browsers installed in their usual places, looked for where the bundled Chromium cannot run: it is a
+ * Linux x64 build (made for AWS Lambda). Windows always has Edge; macOS has Chrome or Edge where the
+ * developer installed one; Linux arm64 a distribution's Chromium.
+ */
+export function installedBrowsers(platform: NodeJS.Platform, env: NodeJS.ProcessEnv, home: string): string[] {
+  if (platform === 'darwin') {
+    const apps = ['Google Chrome.app/Contents/MacOS/Google Chrome', 'Microsoft Edge.app/Contents/MacOS/Microsoft Edge', 'Chromium.app/Contents/MacOS/Chromium']
+    return ['/Applications', path.posix.join(home, 'Applications')].flatMap(folder => apps.map(app => path.posix.join(folder, app)))
+  }
+  if (platform === 'win32') {
+    const roots = [env.LOCALAPPDATA, env.PROGRAMFILES, env['PROGRAMFILES(X86)']].filter((root): root is string => Boolean(root))
+    const apps = ['Google\\Chrome\\Application\\chrome.exe', 'Microsoft\\Edge\\Application\\msedge.exe']
+    return apps.flatMap(app => roots.map(root => path.win32.join(root, app)))
+  }
+  return ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable', '/usr/bin/microsoft-edge', '/snap/bin/chromium']
+}
+
+/** The browser to start on a machine where the bundled Chromium cannot run: the first installed one, or an error that says what to do. */
+export function installedBrowser(platform: NodeJS.Platform, arch: string, env: NodeJS.ProcessEnv, home: string, exists: (file: string) => boolean): string {
+  const candidates = installedBrowsers(platform, env, home)
+  const found = candidates.find(exists)
+  if (!found) throw new Error(`the bundled Chromium is a Linux x64 build, and no installed Chrome, Edge or Chromium was found on ${platform}-${arch} (looked for ${candidates.join(', ')}): install one, or set CHROMIUM_PATH to a browser`)
+  return found
+}
+
 /** Where the browser comes from and how it is started (unpacks the bundled one on first use). */
 export async function browserSetup(): Promise<BrowserSetup> {
   const own = process.env.CHROMIUM_PATH
   if (own) return { executablePath: own, args: [...OWN_ARGS, ...QUIET] }
+  if (`${process.platform}-${process.arch}` !== 'linux-x64') {
+    return { executablePath: installedBrowser(process.platform, process.arch, process.env, os.homedir(), fs.existsSync), args: [...OWN_ARGS, ...QUIET] }
+  }
   const { default: bundled } = await import('@sparticuz/chromium')
   const dir = await unpack()
   const env: Record<string, string> = {}
@@ -66,7 +97,9 @@ export async function browserSetup(): Promise<BrowserSetup> {
   }
 }
 
-const HINT = () => process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : `the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)`
+const HINT = () => process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}`
+  : `${process.platform}-${process.arch}` === 'linux-x64' ? 'the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)'
+    : 'an installed Chrome, Edge or Chromium (or set CHROMIUM_PATH to a browser of your own)'
 
 /**
  * Headless Chromium for a test file: a connection to the project's browser (test/helpers/e2e-global-setup.ts)
