@@ -34,6 +34,8 @@ const GPU = /^--(use-gl|use-angle|enable-unsafe-swiftshader|in-process-gpu|ignor
 /** For a browser of your own (CHROMIUM_PATH, or one installed where the bundled one cannot run). */
 const OWN_ARGS = ['--no-sandbox', '--disable-gpu']
 const READY = '.complete'
+/** Whether the bundled Chromium (a Linux x64 build) can run on this machine. */
+const BUNDLED_RUNS_HERE = process.platform === 'linux' && process.arch === 'x64'
 
 export interface BrowserSetup {
   executablePath: string
@@ -71,7 +73,7 @@ export function installedBrowser(platform: NodeJS.Platform, arch: string, env: N
 export async function browserSetup(): Promise<BrowserSetup> {
   const own = process.env.CHROMIUM_PATH
   if (own) return { executablePath: own, args: [...OWN_ARGS, ...QUIET] }
-  if (`${process.platform}-${process.arch}` !== 'linux-x64') {
+  if (!BUNDLED_RUNS_HERE) {
     return { executablePath: installedBrowser(process.platform, process.arch, process.env, os.homedir(), fs.existsSync), args: [...OWN_ARGS, ...QUIET] }
   }
   const { default: bundled } = await import('@sparticuz/chromium')
@@ -98,7 +100,7 @@ export async function browserSetup(): Promise<BrowserSetup> {
 }
 
 const HINT = () => process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH}`
-  : `${process.platform}-${process.arch}` === 'linux-x64' ? 'the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)'
+  : BUNDLED_RUNS_HERE ? 'the Chromium of @sparticuz/chromium (unset CHROMIUM_PATH; or set it to a browser of your own)'
     : 'an installed Chrome, Edge or Chromium (or set CHROMIUM_PATH to a browser of your own)'
 
 /**
