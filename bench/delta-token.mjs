@@ -70,6 +70,8 @@ const PROVIDER_APP = path.join(HERE, 'delta-token/provider')
 const CONSUMER_APP = path.join(HERE, 'delta-token/consumer')
 const RESULTS = path.join(HERE, 'results', 'delta-token.json')
 const SERVICE_PATH = '/odata/v4/delta'
+/** The provider's Orders entity set through `proxy` (what the floors read). */
+const ordersAt = proxy => `${proxy.url}${SERVICE_PATH}/Orders`
 const BATCH = 1000
 const COLUMNS = ['ID', 'customer', 'product', 'status', 'quantity', 'amount', 'note', 'createdAt', 'modifiedAt']
 // the seeded rows' timestamps: from 2025-01-01, 20 s apart (+ up to 10 days); changes are stamped later
@@ -347,8 +349,8 @@ async function startRound(tmp, seeded, round) {
   const proxy = await latencyProxy(child.url)
   // warm-up: each kind of read once (CAP compiles and caches queries on first use)
   await fetch(`${proxy.url}${SERVICE_PATH}/$metadata`).then(r => r.text())
-  await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['ID'], limit: 2 })
-  await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${seedMaxStamp()}`, limit: 1 })
+  await sequentialRead(ordersAt(proxy), { select: COLUMNS, order: ['ID'], limit: 2 })
+  await sequentialRead(ordersAt(proxy), { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${seedMaxStamp()}`, limit: 1 })
   await trackedRead(proxy.url, `${SERVICE_PATH}/Orders?$select=${COLUMNS.join(',')}&$orderby=ID`, 2)
   return { provider, proxy }
 }
@@ -457,12 +459,12 @@ async function measureFloors(proxy, change) {
   const token = await trackedRead(proxy.url, `${SERVICE_PATH}/Orders?$select=${COLUMNS.join(',')}&$deltatoken=0`)
   if (token.rows !== change.changed + change.deleted) throw new Error(`token floor: ${token.rows} entries, expected ${change.changed + change.deleted}`)
   await quiet()
-  const stamp = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${change.seedMax}` })
+  const stamp = await sequentialRead(ordersAt(proxy), { select: COLUMNS, order: ['modifiedAt', 'ID'], filter: `modifiedAt gt ${change.seedMax}` })
   if (stamp.rows !== change.changed) throw new Error(`timestamp floor: ${stamp.rows} rows, expected ${change.changed}`)
   await quiet()
-  const keys = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: ['ID'], order: ['ID'] })
+  const keys = await sequentialRead(ordersAt(proxy), { select: ['ID'], order: ['ID'] })
   await quiet()
-  const full = await sequentialRead(`${proxy.url}${SERVICE_PATH}/Orders`, { select: COLUMNS, order: ['ID'] })
+  const full = await sequentialRead(ordersAt(proxy), { select: COLUMNS, order: ['ID'] })
   if (full.rows !== N - change.deleted || keys.rows !== full.rows) throw new Error(`full floor: ${full.rows} rows, keys ${keys.rows}, expected ${N - change.deleted}`)
   return { token, stamp, keys, full }
 }

@@ -236,7 +236,7 @@ export async function deployApp(dir, env) {
 }
 
 /** `$filter` text of "after `row`" in `order` (a timestamp then the key, or the key alone). */
-export function keysetAfter(order, row) {
+function keysetAfter(order, row) {
   // UUIDs and timestamps are plain literals in OData V4
   if (order.length === 1) return `${order[0]} gt ${row[order[0]]}`
   const [a, b] = order
